@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bump allocator for decoded objects: a list of chunks, freed together.
+ * Requests above a quarter chunk get a block of their own so a big payload
+ * never wastes the tail of a chunk.
+ */
+#include <stdlib.h>
+
+#include "oxr/cmo.h"
+#include "oxr_internal.h"
+#include "arena.h"
+
+#define CHUNK (64 * 1024)
+#define ALIGN 16
+
+struct block {
+	struct block *next;
+	size_t size;
+	max_align_t data[];
+};
+
+struct oxr_arena {
+	struct block *blocks;
+	char *cur, *end;
+	size_t bytes;
+};
+
+oxr_status_t oxr_arena_create(oxr_arena **out)
+{
+	oxr_arena *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return oxr_err(OXR_ERR_NOMEM, "arena: out of memory");
+	*out = a;
+	return OXR_OK;
+}
+
+void oxr_arena_reset(oxr_arena *a)
+{
+	struct block *b, *next;
+
+	for (b = a->blocks; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	a->blocks = NULL;
+	a->cur = a->end = NULL;
+	a->bytes = 0;
+}
+
+void oxr_arena_destroy(oxr_arena *a)
+{
+	if (!a)
+		return;
+	oxr_arena_reset(a);
+	free(a);
+}
+
+size_t oxr_arena_bytes(const oxr_arena *a)
+{
+	return a->bytes;
+}
+
+static struct block *new_block(oxr_arena *a, size_t n)
+{
+	struct block *b;
+
+	if (n > SIZE_MAX - sizeof(*b))
+		return NULL;
+	b = malloc(sizeof(*b) + n);
+	if (!b)
+		return NULL;
+	b->size = n;
+	a->bytes += n;
+	return b;
+}
+
+void *oxr_arena_alloc(oxr_arena *a, size_t n)
+{
+	struct block *b;
+
+	n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+	if (n == 0)
+		n = ALIGN;
+	if ((size_t)(a->end - a->cur) >= n) {
+		void *p = a->cur;
+		a->cur += n;
+		return p;
+	}
+	if (n > CHUNK / 4) {
+		/* Own block, linked behind the current chunk so the chunk stays current. */
+		b = new_block(a, n);
+		if (!b)
+			goto nomem;
+		if (a->blocks) {
+			b->next = a->blocks->next;
+			a->blocks->next = b;
+		} else {
+			b->next = NULL;
+			a->blocks = b;
+		}
+		return b->data;
+	}
+	b = new_block(a, CHUNK);
+	if (!b)
+		goto nomem;
+	b->next = a->blocks;
+	a->blocks = b;
+	a->cur = (char *)b->data + n;
+	a->end = (char *)b->data + CHUNK;
+	return b->data;
+nomem:
+	oxr_err(OXR_ERR_NOMEM, "arena: cannot allocate %zu bytes", n);
+	return NULL;
+}
+
+/* Growable buffers outside the arena, for payloads whose length was claimed
+ * by a peer but whose bytes have not arrived: memory follows the bytes that
+ * really came, never the claim. */
+void *oxr_arena_grow_begin(size_t cap)
+{
+	struct block *b = malloc(sizeof(*b) + cap);
+
+	if (!b)
+		return NULL;
+	b->next = NULL;
+	b->size = cap;
+	return b->data;
+}
+
+void *oxr_arena_grow(void *data, size_t cap)
+{
+	struct block *b = (struct block *)((char *)data - offsetof(struct block, data));
+
+	b = realloc(b, sizeof(*b) + cap);
+	if (!b)
+		return NULL;
+	b->size = cap;
+	return b->data;
+}
+
+void oxr_arena_grow_abort(void *data)
+{
+	if (data)
+		free((char *)data - offsetof(struct block, data));
+}
+
+void oxr_arena_adopt(oxr_arena *a, void *data)
+{
+	struct block *b = (struct block *)((char *)data - offsetof(struct block, data));
+
+	a->bytes += b->size;
+	if (a->blocks) {
+		b->next = a->blocks->next;
+		a->blocks->next = b;
+	} else {
+		b->next = NULL;
+		a->blocks = b;
+	}
+}

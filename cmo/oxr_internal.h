@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the files of liboxr; not installed. */
+#ifndef OXR_INTERNAL_H
+#define OXR_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "oxr/status.h"
+
+/* Records the detail for oxr_errmsg() and returns status. */
+oxr_status_t oxr_err(oxr_status_t status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Makes msg the thread's oxr_errmsg() (a copy). */
+void oxr_err_keep(const char *msg);
+
+static inline uint32_t oxr_bswap32(uint32_t x) { return __builtin_bswap32(x); }
+static inline uint64_t oxr_bswap64(uint64_t x) { return __builtin_bswap64(x); }
+
+/* Loads and stores of wire integers in a connection's order (0 network,
+ * 1 little); memcpy keeps them legal at any alignment. */
+static inline uint32_t oxr_load32(const void *p, int order)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return order ? v : oxr_bswap32(v);
+#else
+	return order ? oxr_bswap32(v) : v;
+#endif
+}
+
+static inline void oxr_store32(void *p, uint32_t v, int order)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (!order)
+		v = oxr_bswap32(v);
+#else
+	if (order)
+		v = oxr_bswap32(v);
+#endif
+	memcpy(p, &v, 4);
+}
+
+static inline uint64_t oxr_load64(const void *p, int order)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return order ? v : oxr_bswap64(v);
+#else
+	return order ? oxr_bswap64(v) : v;
+#endif
+}
+
+static inline void oxr_store64(void *p, uint64_t v, int order)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (!order)
+		v = oxr_bswap64(v);
+#else
+	if (order)
+		v = oxr_bswap64(v);
+#endif
+	memcpy(p, &v, 8);
+}
+
+/* Copies n elements of elem bytes (1, 4 or 8) from one byte order to another. */
+void oxr_copy_elems(void *dst, const void *src, size_t n, size_t elem,
+		    int src_order, int dst_order);
+
+#endif

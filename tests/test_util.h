@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the test files. */
+#ifndef OXR_TEST_UTIL_H
+#define OXR_TEST_UTIL_H
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Hex of bytes, lowercase, contiguous; malloc'ed. */
+static inline char *hex_of(const uint8_t *b, size_t n)
+{
+	char *s = malloc(2 * n + 1);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(s + 2 * i, "%02x", b[i]);
+	s[2 * n] = 0;
+	return s;
+}
+
+/* Bytes of a hex string (spaces skipped); returns the count. */
+static inline size_t unhex(const char *h, uint8_t *out)
+{
+	size_t n = 0;
+	unsigned v;
+
+	while (*h) {
+		if (*h == ' ') {
+			h++;
+			continue;
+		}
+		sscanf(h, "%2x", &v);
+		out[n++] = (uint8_t)v;
+		h += 2;
+	}
+	return n;
+}
+#endif
