@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/* oxr-cmo as a user runs it: spawned, stdin fed, stdout/stderr captured. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define TOOL OXR_BIN_DIR "/oxr-cmo"
+
+struct run {
+	int rc;      /* exit status, or -1 if it did not exit normally */
+	char *out, *err;
+};
+
+struct sink {
+	char *b;
+	size_t n, cap;
+};
+
+static void sink_add(struct sink *s, const char *p, size_t n)
+{
+	if (s->cap - s->n <= n) {
+		s->cap = 2 * s->cap + n + 1;
+		s->b = realloc(s->b, s->cap);
+		cr_assert_not_null(s->b);
+	}
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+	s->b[s->n] = 0;
+}
+
+/*
+ * Runs the tool with args (NULL-terminated) and input on stdin.  posix_spawn,
+ * not fork: Criterion's workers do not survive a fork.  One poll loop feeds
+ * stdin and drains both outputs, so no pipe can fill up and stall the child.
+ */
+static struct run run_tool(const char *input, const char *arg, ...)
+{
+	char *argv[32] = { (char *)"oxr-cmo" };
+	int in[2], out[2], err[2], i = 1, status;
+	struct sink so = { 0 }, se = { 0 };
+	size_t in_left = input ? strlen(input) : 0;
+	posix_spawn_file_actions_t fa;
+	struct pollfd pf[3];
+	struct run r;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, arg);
+	for (; arg && i < 31; arg = va_arg(ap, const char *))
+		argv[i++] = (char *)arg;
+	va_end(ap);
+	argv[i] = NULL;
+	cr_assert(!pipe(in) && !pipe(out) && !pipe(err));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	for (i = 0; i < 2; i++) {
+		posix_spawn_file_actions_addclose(&fa, in[i]);
+		posix_spawn_file_actions_addclose(&fa, out[i]);
+		posix_spawn_file_actions_addclose(&fa, err[i]);
+	}
+	cr_assert_eq(posix_spawn(&pid, TOOL, &fa, NULL, argv, environ), 0, "spawn %s", TOOL);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	pf[0] = (struct pollfd){ .fd = in_left ? in[1] : -1, .events = POLLOUT };
+	pf[1] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = err[0], .events = POLLIN };
+	if (!in_left)
+		close(in[1]);
+	while (pf[0].fd >= 0 || pf[1].fd >= 0 || pf[2].fd >= 0) {
+		char buf[4096];
+		ssize_t n;
+
+		cr_assert_geq(poll(pf, 3, 30000), 1, "oxr-cmo stalled");
+		if (pf[0].fd >= 0 && pf[0].revents) {
+			n = write(in[1], input, in_left);
+			if (n > 0) {
+				input += n;
+				in_left -= (size_t)n;
+			}
+			if (n <= 0 || !in_left) {
+				close(in[1]);
+				pf[0].fd = -1;
+			}
+		}
+		for (i = 1; i < 3; i++) {
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			n = read(pf[i].fd, buf, sizeof(buf));
+			if (n > 0) {
+				sink_add(i == 1 ? &so : &se, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(pf[i].fd);
+				pf[i].fd = -1;
+			}
+		}
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	sink_add(&so, "", 0);
+	sink_add(&se, "", 0);
+	r.out = so.b;
+	r.err = se.b;
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* Runs and checks exit 0, the exact stdout and an empty stderr. */
+#define expect_ok(want_out, input, ...)                                                    \
+	do {                                                                               \
+		struct run r_ = run_tool(input, __VA_ARGS__, NULL);                         \
+		cr_assert_eq(r_.rc, 0, "exit %d, stderr: %s", r_.rc, r_.err);               \
+		cr_assert_str_eq(r_.out, want_out);                                        \
+		cr_assert_str_eq(r_.err, "");                                              \
+		run_free(&r_);                                                             \
+	} while (0)
+
+/* Runs and checks the exit status, no stdout, and a piece of stderr. */
+#define expect_fail(want_rc, want_err, input, ...)                                              \
+	do {                                                                               \
+		struct run r_ = run_tool(input, __VA_ARGS__, NULL);                         \
+		cr_assert_eq(r_.rc, want_rc, "exit %d, stderr: %s", r_.rc, r_.err);         \
+		cr_assert(strstr(r_.err, want_err), "stderr '%s' lacks '%s'", r_.err, want_err); \
+		run_free(&r_);                                                             \
+	} while (0)
+
+static const char *const golden[][2] = {
+	{ "(CMO_ZZ,123123)", "00000014000000010001e0f3" },
+	{ "(CMO_ZZ,14)", "00000014000000010000000e" },
+	{ "(CMO_ZZ,-14)", "00000014ffffffff0000000e" },
+	{ "(CMO_ZZ,0)", "0000001400000000" },
+	{ "(CMO_STRING,\"Hello\")", "000000040000000548656c6c6f" },
+	{ "(CMO_INDETERMINATE,(CMO_STRING,\"x\"))", "0000003c000000040000000178" },
+	{ "(OX_COMMAND,(SM_mathcap))", "0000020100000108" },
+};
+#define N_GOLDEN (sizeof(golden) / sizeof(golden[0]))
+
+static char *line(const char *s)
+{
+	char *l = malloc(strlen(s) + 2);
+
+	strcpy(l, s);
+	strcat(l, "\n");
+	return l;
+}
+
+TestSuite(tool, .timeout = 120);
+
+Test(tool, encode_golden)
+{
+	size_t i;
+
+	for (i = 0; i < N_GOLDEN; i++) {
+		char *want = line(golden[i][1]);
+
+		expect_ok(want, NULL, "encode", golden[i][0]);
+		expect_ok(want, NULL, "encode", "--order", "network", golden[i][0]);
+		free(want);
+	}
+}
+
+Test(tool, encode_little_and_serial)
+{
+	expect_ok("1400000001000000f3e00100\n", NULL, "encode", "--order", "little",
+		  "(CMO_ZZ,123123)");
+	expect_ok("1400000001000000f3e00100\n", NULL, "encode", "--order=little", "(CMO_ZZ,123123)");
+	expect_ok("000002020000000700000001\n", NULL, "encode", "--serial", "7",
+		  "(OX_DATA,(CMO_NULL))");
+	expect_ok("020200000700000001000000\n", NULL, "encode", "--serial", "7",
+		  "--order", "little", "(OX_DATA,(CMO_NULL))");
+	expect_ok("0000020200000001\n", NULL, "encode", "(OX_DATA,(CMO_NULL))");
+}
+
+Test(tool, decode_golden)
+{
+	size_t i;
+
+	for (i = 0; i < N_GOLDEN; i++) {
+		char *want = line(golden[i][0]);
+		int frame = golden[i][0][1] == 'O';
+
+		if (frame)
+			expect_ok(want, NULL, "decode", "--frame", golden[i][1]);
+		else
+			expect_ok(want, NULL, "decode", golden[i][1]);
+		free(want);
+	}
+	expect_ok("(OX_COMMAND,(SM_mathcap))\n", NULL, "decode", "--frame", "0000020100000108");
+	expect_ok("(CMO_ZZ,123123)\n", NULL, "decode", "--order", "little",
+		  "1400000001000000f3e00100");
+}
+
+Test(tool, decode_white_space_and_several_items)
+{
+	expect_ok("(CMO_ZZ,123123)\n", NULL, "decode", "00000014 00000001 0001e0f3");
+	expect_ok("(CMO_ZZ,123123)\n", NULL, "decode", "00 00 00 14\n00000001\t0001E0F3\n");
+	expect_ok("(CMO_ZZ,123123)\n", NULL, "decode", "00000014", "00000001", "0001e0f3");
+	expect_ok("(CMO_INT32,5)\n(CMO_NULL)\n(CMO_ZZ,0)\n", NULL, "decode",
+		  "0000000200000005 00000001", "0000001400000000");
+	expect_ok("(CMO_ZZ,123123)\n", "00000014 00000001\n0001e0f3\n", "decode");
+	expect_ok("(CMO_ZZ,123123)\n", "00000014 00000001\n0001e0f3\n", "decode", "-");
+	expect_ok("", NULL, "decode", "  ");
+}
+
+Test(tool, decode_frames_and_serials)
+{
+	expect_ok("(OX_DATA,(CMO_NULL))\n", NULL, "decode", "--serial", "7",
+		  "000002020000000700000001");
+	expect_ok("(OX_DATA,(CMO_NULL))\n", NULL, "decode", "--serial", "any",
+		  "000002020000000700000001");
+	expect_ok("(OX_DATA,(CMO_NULL))\n(OX_SYNC_BALL)\n(OX_COMMAND,(1234))\n", NULL, "decode",
+		  "--frame", "0000020200000001 00000203 00000201000004d2");
+	expect_fail(1, "serial 7, not 8", NULL, "decode", "--serial", "8",
+		    "000002020000000700000001");
+}
+
+Test(tool, encode_several_items_and_stdin)
+{
+	expect_ok("0000000200000001\n00000001\n0000000200000002\n", NULL, "encode",
+		  "(CMO_INT32,1) (CMO_NULL)", "(CMO_INT32,2)");
+	expect_ok("000000140000000100000005\n00000203\n", "(CMO_ZZ,5)\n(OX_SYNC_BALL)\n", "encode");
+	expect_ok("000000140000000100000005\n", "(CMO_ZZ,5)", "encode", "-");
+}
+
+Test(tool, bad_input)
+{
+	/* input ends 9 bytes in, inside the ZZ's word */
+	expect_fail(1, "oxr-cmo: decode error at byte 9", NULL, "decode", "000000140000000100");
+	expect_fail(1, "oxr-cmo: decode error at byte 0: unknown CMO tag 153", NULL, "decode",
+		    "00000099");
+	expect_fail(1, "item at byte 8: decode error at byte 0", NULL, "decode",
+		    "0000000200000001 00000099");
+	expect_fail(1, "decode error at byte 18: the input ends inside the frame that starts at byte 8",
+		    NULL, "decode", "--frame", "0000020200000001", "0000020200000002", "0000");
+	expect_fail(1, "odd number of hex digits", NULL, "decode", "000000020000000");
+	expect_fail(1, "odd number of hex digits", NULL, "decode", "0000000 200000001");
+	expect_fail(1, "character 3 is not a hex digit", NULL, "decode", "00zz");
+	expect_fail(1, "oxr-cmo: text: column 12: expected an int32", NULL, "encode",
+		    "(CMO_INT32,x)");
+	expect_fail(1, "oxr-cmo: item at character 15: text: column 12", NULL, "encode",
+		    "(CMO_INT32,1) (CMO_INT32,x)");
+	expect_fail(1, "unknown name 'CMO_NOPE'", NULL, "encode", "(CMO_NOPE)");
+}
+
+Test(tool, usage)
+{
+	struct run r = run_tool(NULL, "--help", NULL);
+
+	cr_assert_eq(r.rc, 0);
+	cr_assert(strstr(r.out, "usage: oxr-cmo encode"), "%s", r.out);
+	cr_assert_str_eq(r.err, "");
+	run_free(&r);
+	r = run_tool(NULL, "decode", "--help", NULL);
+	cr_assert_eq(r.rc, 0);
+	cr_assert(strstr(r.out, "usage:"), "%s", r.out);
+	run_free(&r);
+
+	expect_fail(2, "usage:", NULL, NULL);
+	expect_fail(2, "unknown command", NULL, "frobnicate");
+	expect_fail(2, "unknown option", NULL, "encode", "--bogus", "(CMO_NULL)");
+	expect_fail(2, "--order wants network or little", NULL, "encode", "--order", "big",
+		    "(CMO_NULL)");
+	expect_fail(2, "lacks its value", NULL, "decode", "--order");
+	expect_fail(2, "--serial wants", NULL, "encode", "--serial", "x", "(CMO_NULL)");
+	expect_fail(2, "--serial wants", NULL, "encode", "--serial", "any", "(CMO_NULL)");
+	expect_fail(2, "--serial wants", NULL, "decode", "--serial", "4294967296", "00");
+	expect_fail(2, "unknown option", NULL, "encode", "--frame", "(CMO_NULL)");
+}
+
+/* Text -> bytes -> text in both orders reproduces the canonical text. */
+Test(tool, long_round_trip)
+{
+	static const char text[] =
+		"(CMO_LIST,9,(CMO_MATHCAP,(CMO_LIST,3,(CMO_LIST,2,(CMO_INT32,199901160),"
+		"(CMO_STRING,\"ox_asir\")),(CMO_LIST,2,(CMO_INT32,262),(CMO_INT32,264)),"
+		"(CMO_LIST,1,(CMO_LIST,2,(CMO_INT32,514),(CMO_LIST,2,(CMO_INT32,2),(CMO_INT32,20)))))),"
+		"(CMO_ZZ,-123456789012345678901234567890123456789),(CMO_QQ,-1,3),"
+		"(CMO_DATUM,\"\\x00\\xff\\\"\\\\\"),"
+		"(CMO_DISTRIBUTED_POLYNOMIAL,2,(CMO_DMS_GENERIC),(CMO_MONOMIAL32,2,1,0,(CMO_ZZ,3)),"
+		"(CMO_ZERO)),"
+		"(CMO_ARRAY_OF_64BIT_MACHINE_DOUBLE,4,-0,inf,0.10000000000000001,-1.5000000000000001e-300),"
+		"(CMO_POLYNOMIAL_IN_ONE_VARIABLE,1,0,2,(CMO_INT32,-7)),"
+		"(CMO_BIGFLOAT32,53,1,-3,2,0,-2147483648),"
+		"(CMO_TREE,(CMO_STRING,\"f\"),(CMO_LIST,0),(CMO_LIST,1,(CMO_INDETERMINATE,"
+		"(CMO_STRING,\"x\")))))";
+	static const char *const orders[] = { "network", "little" };
+	char want[sizeof(text) + 1];
+	size_t i;
+
+	snprintf(want, sizeof(want), "%s\n", text);
+	for (i = 0; i < 2; i++) {
+		struct run e = run_tool(NULL, "encode", "--order", orders[i], text, NULL), d;
+
+		cr_assert_eq(e.rc, 0, "%s", e.err);
+		cr_assert_eq(strspn(e.out, "0123456789abcdef"), strlen(e.out) - 1, "%s", e.out);
+		d = run_tool(e.out, "decode", "--order", orders[i], NULL);
+		cr_assert_eq(d.rc, 0, "%s", d.err);
+		cr_assert_str_eq(d.out, want);
+		run_free(&d);
+		run_free(&e);
+	}
+}
