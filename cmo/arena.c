@@ -75,6 +75,18 @@ static struct block *new_block(oxr_arena *a, size_t n)
 	return b;
 }
 
+/* Own blocks go behind the head, so the current chunk stays the head. */
+static void link_behind_head(oxr_arena *a, struct block *b)
+{
+	if (a->blocks) {
+		b->next = a->blocks->next;
+		a->blocks->next = b;
+	} else {
+		b->next = NULL;
+		a->blocks = b;
+	}
+}
+
 void *oxr_arena_alloc(oxr_arena *a, size_t n)
 {
 	struct block *b;
@@ -88,17 +100,10 @@ void *oxr_arena_alloc(oxr_arena *a, size_t n)
 		return p;
 	}
 	if (n > CHUNK / 4) {
-		/* Own block, linked behind the current chunk so the chunk stays current. */
 		b = new_block(a, n);
 		if (!b)
 			goto nomem;
-		if (a->blocks) {
-			b->next = a->blocks->next;
-			a->blocks->next = b;
-		} else {
-			b->next = NULL;
-			a->blocks = b;
-		}
+		link_behind_head(a, b);
 		return b->data;
 	}
 	b = new_block(a, CHUNK);
@@ -150,11 +155,5 @@ void oxr_arena_adopt(oxr_arena *a, void *data)
 	struct block *b = (struct block *)((char *)data - offsetof(struct block, data));
 
 	a->bytes += b->size;
-	if (a->blocks) {
-		b->next = a->blocks->next;
-		a->blocks->next = b;
-	} else {
-		b->next = NULL;
-		a->blocks = b;
-	}
+	link_behind_head(a, b);
 }

@@ -12,17 +12,7 @@
 #include "cmo_random.h"
 #include "test_util.h"
 
-static oxr_arena *A, *B;
-static void setup(void)
-{
-	cr_assert_eq(oxr_arena_create(&A), OXR_OK);
-	cr_assert_eq(oxr_arena_create(&B), OXR_OK);
-}
-static void teardown(void)
-{
-	oxr_arena_destroy(A);
-	oxr_arena_destroy(B);
-}
+TWO_ARENAS();
 TestSuite(errors, .init = setup, .fini = teardown, .timeout = 120);
 
 static oxr_status_t dec_hex(const char *hex, int order, const oxr_cmo_limits *lim)

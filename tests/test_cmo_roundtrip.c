@@ -9,18 +9,9 @@
 #include "oxr/cmo.h"
 #include "oxr/ox.h"
 #include "cmo_random.h"
+#include "test_util.h"
 
-static oxr_arena *A, *B;
-static void setup(void)
-{
-	cr_assert_eq(oxr_arena_create(&A), OXR_OK);
-	cr_assert_eq(oxr_arena_create(&B), OXR_OK);
-}
-static void teardown(void)
-{
-	oxr_arena_destroy(A);
-	oxr_arena_destroy(B);
-}
+TWO_ARENAS();
 TestSuite(roundtrip, .init = setup, .fini = teardown, .timeout = 120);
 
 static void reencode_same(const oxr_cmo *o, int order, const uint8_t *b, size_t n)

@@ -9,6 +9,7 @@
 #include "oxr/oxr.h"
 #include "cmo_spec.h"
 #include "test_util.h"
+#include "golden_vectors.h"
 
 static oxr_arena *A;
 
@@ -424,15 +425,6 @@ Test(text, used_and_several_items)
 
 /* ---- golden bytes ---------------------------------------------------- */
 
-static const char *const golden[][2] = {
-	{ "(CMO_ZZ,123123)", "00000014000000010001e0f3" },
-	{ "(CMO_ZZ,14)", "00000014000000010000000e" },
-	{ "(CMO_ZZ,-14)", "00000014ffffffff0000000e" },
-	{ "(CMO_ZZ,0)", "0000001400000000" },
-	{ "(CMO_STRING,\"Hello\")", "000000040000000548656c6c6f" },
-	{ "(CMO_INDETERMINATE,(CMO_STRING,\"x\"))", "0000003c000000040000000178" },
-	{ "(OX_COMMAND,(SM_mathcap))", "0000020100000108" },
-};
 
 Test(text, golden_vectors)
 {

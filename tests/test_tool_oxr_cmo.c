@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "golden_vectors.h"
+
 extern char **environ;
 
 #define TOOL OXR_BIN_DIR "/oxr-cmo"
@@ -141,15 +143,6 @@ static void run_free(struct run *r)
 		run_free(&r_);                                                             \
 	} while (0)
 
-static const char *const golden[][2] = {
-	{ "(CMO_ZZ,123123)", "00000014000000010001e0f3" },
-	{ "(CMO_ZZ,14)", "00000014000000010000000e" },
-	{ "(CMO_ZZ,-14)", "00000014ffffffff0000000e" },
-	{ "(CMO_ZZ,0)", "0000001400000000" },
-	{ "(CMO_STRING,\"Hello\")", "000000040000000548656c6c6f" },
-	{ "(CMO_INDETERMINATE,(CMO_STRING,\"x\"))", "0000003c000000040000000178" },
-	{ "(OX_COMMAND,(SM_mathcap))", "0000020100000108" },
-};
 #define N_GOLDEN (sizeof(golden) / sizeof(golden[0]))
 
 static char *line(const char *s)

@@ -36,4 +36,19 @@ static inline size_t unhex(const char *h, uint8_t *out)
 	}
 	return n;
 }
+
+/* Two arenas A and B for a suite: .init = setup, .fini = teardown. */
+#define TWO_ARENAS()                                                    \
+	static oxr_arena *A, *B;                                        \
+	static void setup(void)                                         \
+	{                                                               \
+		cr_assert_eq(oxr_arena_create(&A), OXR_OK);             \
+		cr_assert_eq(oxr_arena_create(&B), OXR_OK);             \
+	}                                                               \
+	static void teardown(void)                                      \
+	{                                                               \
+		oxr_arena_destroy(A);                                   \
+		oxr_arena_destroy(B);                                   \
+	}                                                               \
+	struct two_arenas_semicolon
 #endif

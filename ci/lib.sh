@@ -1,0 +1,32 @@
+# Shared by ci/test and ci/demo: packages and the Release build.
+# shellcheck shell=bash
+
+OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev)
+
+say() { printf '\n=== %s\n' "$*"; }
+
+# apt-get only what is missing, so a machine that has everything pays nothing.
+ensure_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	say "installing ${missing[*]}"
+	local sudo=
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+# configure_build DIR BUILD_TYPE [cmake args...]
+configure_build() {
+	local dir=$1 type=$2
+	shift 2
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >"$dir.configure.log" 2>&1 ||
+		{ cat "$dir.configure.log"; return 1; }
+	cmake --build "$dir" -j"$(nproc)" >"$dir.build.log" 2>&1 ||
+		{ grep -E 'error|warning' "$dir.build.log" | head -50; return 1; }
+}
