@@ -8,9 +8,12 @@
  * scalars collect in an 8-byte accumulator, payloads are copied as they come.
  *
  * Invariants: nothing is allocated for a length, count or tag before it has
- * been checked against the limits, and no allocation is ever larger than a
- * small constant plus twice the bytes that really arrived (a peer claiming a
- * 1 GiB string and sending 10 bytes gets 64 KiB, not 1 GiB).  The decoder
+ * been checked against the limits, and what a decoder holds is never more
+ * than the preallocation bound (limits.prealloc_bytes, 16 MiB by default)
+ * plus four times the bytes that really arrived: a peer claiming a 1 GiB
+ * string and sending 10 bytes costs 16 MiB, not 1 GiB.  Payloads up to the
+ * bound are allocated whole, so they are copied once, at memcpy speed;
+ * beyond it the buffer grows 4x at a time, so realloc moves few bytes.  The decoder
  * never recurses, so nesting depth is bounded by the limit, not the C stack.
  */
 #include <errno.h>
@@ -169,7 +172,11 @@ static oxr_status_t bulk_begin(struct oxr_decoder *d, oxr_cmo *o, uint64_t n, ui
 		d->bulk = oxr_arena_alloc(d->arena, (size_t)n);
 		d->bulk_cap = (size_t)n;
 	} else {
-		d->bulk_cap = avail > SMALL_PAYLOAD ? (avail < n ? avail : (size_t)n) : SMALL_PAYLOAD;
+		uint64_t cap = n <= d->lim.prealloc_bytes ? n
+			       : d->lim.prealloc_bytes > avail ? d->lim.prealloc_bytes : avail;
+		if (cap < SMALL_PAYLOAD)
+			cap = SMALL_PAYLOAD;
+		d->bulk_cap = (size_t)(cap < n ? cap : n);
 		d->bulk = oxr_arena_grow_begin(d->bulk_cap);
 		d->bulk_grown = 1;
 	}
@@ -189,7 +196,7 @@ static oxr_status_t bulk_more(struct oxr_decoder *d, oxr_cmo *o)
 	if (k > avail)
 		k = avail;
 	if (d->bulk_have + k > d->bulk_cap) {
-		size_t cap = d->bulk_cap * 2;
+		size_t cap = d->bulk_cap * 4;
 		uint8_t *nb;
 		if (cap < d->bulk_have + k)
 			cap = d->bulk_have + k;
@@ -707,6 +714,7 @@ void oxr_cmo_limits_default(oxr_cmo_limits *lim)
 	lim->max_object_bytes = OXR_CMO_DEFAULT_MAX_OBJECT_BYTES;
 	lim->max_total_bytes = OXR_CMO_DEFAULT_MAX_TOTAL_BYTES;
 	lim->max_objects = OXR_CMO_DEFAULT_MAX_OBJECTS;
+	lim->prealloc_bytes = OXR_CMO_DEFAULT_PREALLOC_BYTES;
 }
 
 static oxr_status_t env_u64(const char *name, uint64_t lo, uint64_t hi, uint64_t *v)
@@ -736,7 +744,8 @@ oxr_status_t oxr_cmo_limits_from_env(oxr_cmo_limits *lim)
 	if ((st = env_u64("OXR_CMO_MAX_DEPTH", 1, 1u << 20, &depth)) ||
 	    (st = env_u64("OXR_CMO_MAX_OBJECT_BYTES", 0, INT32_MAX * 8ull, &lim->max_object_bytes)) ||
 	    (st = env_u64("OXR_CMO_MAX_TOTAL_BYTES", 8, UINT64_MAX, &lim->max_total_bytes)) ||
-	    (st = env_u64("OXR_CMO_MAX_OBJECTS", 1, UINT64_MAX, &lim->max_objects)))
+	    (st = env_u64("OXR_CMO_MAX_OBJECTS", 1, UINT64_MAX, &lim->max_objects)) ||
+	    (st = env_u64("OXR_CMO_PREALLOC_BYTES", 0, UINT64_MAX, &lim->prealloc_bytes)))
 		return st;
 	lim->max_depth = (uint32_t)depth;
 	return OXR_OK;

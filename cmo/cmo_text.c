@@ -453,8 +453,8 @@ static oxr_status_t parse_count(struct parser *p, struct obj *ob, int required,
 static oxr_status_t parse_bytes(struct parser *p, struct obj *ob)
 {
 	int64_t count = -1;
-	size_t at = 0, len;
-	uint8_t *d;
+	size_t at = 0, len = 0;
+	uint8_t *d = NULL;
 	oxr_status_t st = comma(p, "a string", ob->sp->name);
 
 	peek(p);

@@ -216,3 +216,42 @@ Test(roundtrip, large_payloads_zero_copy_and_copied)
 	free(b);
 	free(big);
 }
+
+/* ZZ values through GMP and back, for every word count parity and sign, in
+ * both orders (the limb fast path and its odd top word). */
+Test(roundtrip, zz_values_through_gmp)
+{
+	uint64_t s = rnd_seed() + 13;
+	mpz_t z, back;
+	int words, order, neg;
+
+	mpz_inits(z, back, NULL);
+	for (words = 0; words < 70; words++)
+		for (neg = 0; neg < 2; neg++)
+			for (order = 0; order < 2; order++) {
+				oxr_cmo *o, *d;
+				uint8_t *b;
+				size_t n, used;
+				int i;
+
+				mpz_set_ui(z, words ? 1 : 0);
+				for (i = 1; i < words; i++) {
+					mpz_mul_2exp(z, z, 32);
+					mpz_add_ui(z, z, (uint32_t)rnd_next(&s));
+				}
+				if (neg)
+					mpz_neg(z, z);
+				o = oxr_cmo_new_zz(A, z);
+				cr_assert_eq(o->len, 4u * (size_t)words);
+				cr_assert_eq(oxr_cmo_encode_alloc(o, order, &b, &n), OXR_OK);
+				cr_assert_eq(oxr_cmo_decode(b, n, order, NULL, B, &d, &used), OXR_OK);
+				cr_assert_eq(oxr_cmo_get_mpz(d, back), OXR_OK);
+				cr_assert_eq(mpz_cmp(z, back), 0, "%d words, order %d, neg %d", words,
+					     order, neg);
+				if (words)
+					cr_assert_eq(oxr_cmo_word(d, (size_t)words - 1), 1,
+						     "the most significant word comes last");
+				free(b);
+			}
+	mpz_clears(z, back, NULL);
+}

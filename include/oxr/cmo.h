@@ -175,16 +175,22 @@ typedef struct oxr_cmo_limits {
 	uint64_t max_object_bytes; /* one string/datum/ZZ/array payload */
 	uint64_t max_total_bytes;  /* one whole object or message on the wire */
 	uint64_t max_objects;      /* nodes in one object */
+	/* A payload claimed up to this size is allocated whole when its length
+	 * arrives (one copy, at memcpy speed); a larger one grows as its bytes
+	 * really come, so a peer's claim alone never costs more than this. */
+	uint64_t prealloc_bytes;
 } oxr_cmo_limits;
 
 #define OXR_CMO_DEFAULT_MAX_DEPTH 512u
 #define OXR_CMO_DEFAULT_MAX_OBJECT_BYTES (1ull << 30)
 #define OXR_CMO_DEFAULT_MAX_TOTAL_BYTES (1ull << 31)
 #define OXR_CMO_DEFAULT_MAX_OBJECTS (1ull << 26)
+#define OXR_CMO_DEFAULT_PREALLOC_BYTES (16ull << 20)
 
 void oxr_cmo_limits_default(oxr_cmo_limits *lim);
 /* Defaults overridden by OXR_CMO_MAX_DEPTH, OXR_CMO_MAX_OBJECT_BYTES,
- * OXR_CMO_MAX_TOTAL_BYTES, OXR_CMO_MAX_OBJECTS; a malformed value is an
+ * OXR_CMO_MAX_TOTAL_BYTES, OXR_CMO_MAX_OBJECTS, OXR_CMO_PREALLOC_BYTES; a
+ * malformed value is an
  * error naming the variable. */
 oxr_status_t oxr_cmo_limits_from_env(oxr_cmo_limits *lim);
 
