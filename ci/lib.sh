@@ -1,7 +1,8 @@
 # Shared by ci/test and ci/demo: packages and the Release build.
 # shellcheck shell=bash
 
-OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev)
+OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev
+	libpmix-dev openmpi-bin)
 
 say() { printf '\n=== %s\n' "$*"; }
 

@@ -13,6 +13,7 @@
 #include "arena.h"
 
 #define CHUNK (64 * 1024)
+#define FIRST_CHUNK 1024
 #define ALIGN 16
 #define KEEP_CHUNKS 64 /* at most 4 MiB kept across resets */
 
@@ -26,6 +27,7 @@ struct oxr_arena {
 	struct block *blocks;
 	struct block *spare; /* whole chunks kept by reset */
 	unsigned nspare;
+	size_t chunk; /* size of the next new chunk */
 	char *cur, *end;
 	size_t bytes;
 };
@@ -36,6 +38,7 @@ oxr_status_t oxr_arena_create(oxr_arena **out)
 
 	if (!a)
 		return oxr_err(OXR_ERR_NOMEM, "arena: out of memory");
+	a->chunk = FIRST_CHUNK;
 	*out = a;
 	return OXR_OK;
 }
@@ -129,14 +132,20 @@ void *oxr_arena_alloc(oxr_arena *a, size_t n)
 		a->nspare--;
 		a->bytes += CHUNK;
 	} else {
-		b = new_block(a, CHUNK);
+		/* Chunks start small and double: a queue of small received
+		 * messages, one arena each, must not cost 64 KiB a message. */
+		while (a->chunk < n)
+			a->chunk *= 2;
+		b = new_block(a, a->chunk);
+		if (a->chunk < CHUNK)
+			a->chunk *= 2;
 	}
 	if (!b)
 		goto nomem;
 	b->next = a->blocks;
 	a->blocks = b;
 	a->cur = (char *)b->data + n;
-	a->end = (char *)b->data + CHUNK;
+	a->end = (char *)b->data + b->size;
 	return b->data;
 nomem:
 	oxr_err(OXR_ERR_NOMEM, "arena: cannot allocate %zu bytes", n);

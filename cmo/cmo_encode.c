@@ -21,8 +21,10 @@ static oxr_status_t room(struct oxr_sink *s, size_t n)
 {
 	if (!s->buf) {
 		s->len += n;
+		s->total += n;
 		return OXR_OK;
 	}
+	s->total += n;
 	if (s->cap - s->len < n)
 		return oxr_err(OXR_ERR_SPACE, "encode: output buffer of %zu bytes is too small",
 			       s->cap);
@@ -40,10 +42,37 @@ oxr_status_t oxr_sink_put32(struct oxr_sink *s, uint32_t v)
 	return OXR_OK;
 }
 
+static void add_iov(struct oxr_sink *s, const void *p, size_t n)
+{
+	s->iov[s->niov].iov_base = (void *)p;
+	s->iov[s->niov].iov_len = n;
+	s->niov++;
+}
+
+/* Closes the scratch segment written since the last iovec. */
+void oxr_sink_flush_seg(struct oxr_sink *s)
+{
+	if (s->len > s->seg)
+		add_iov(s, s->buf + s->seg, s->len - s->seg);
+	s->seg = s->len;
+}
+
 static oxr_status_t put_elems(struct oxr_sink *s, const void *src, size_t n, size_t elem,
 			      int src_order)
 {
-	oxr_status_t st = room(s, n * elem);
+	oxr_status_t st;
+
+	if (s->big && n * elem >= s->big && (elem == 1 || src_order == s->order)) {
+		s->total += n * elem;
+		if (!s->iov) {
+			s->niov += 2; /* the segment before it, and it */
+			return OXR_OK;
+		}
+		oxr_sink_flush_seg(s);
+		add_iov(s, src, n * elem);
+		return OXR_OK;
+	}
+	st = room(s, n * elem);
 
 	if (st || !s->buf || n == 0)
 		return st;

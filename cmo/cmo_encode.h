@@ -5,17 +5,38 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "oxr/cmo.h"
+#include "oxr/ox.h"
 
-/* buf NULL: only count bytes into len. */
+#include <sys/uio.h>
+
+/*
+ * buf NULL: only count bytes into len.  With big > 0, payloads of at least
+ * big bytes that need no byte swap are not copied: they become iovecs that
+ * point into the object (iov NULL while counting: niov counts the entries).
+ */
 struct oxr_sink {
 	uint8_t *buf;
 	size_t cap, len;
 	int order;
+	size_t big;
+	struct iovec *iov;
+	int niov, maxiov;
+	size_t seg;   /* start of the part of buf no iovec covers yet */
+	size_t total; /* all bytes, referenced ones included */
 };
 
 oxr_status_t oxr_sink_put32(struct oxr_sink *s, uint32_t v);
+/* Ends the scratch segment written since the last iovec (iov mode). */
+void oxr_sink_flush_seg(struct oxr_sink *s);
 oxr_status_t oxr_sink_put_cmo(struct oxr_sink *s, const oxr_cmo *o, int tagged, unsigned depth);
 /* Turns a counting sink into a writing one over a new malloc'ed buffer of
  * the counted size. */
 oxr_status_t oxr_sink_alloc(struct oxr_sink *s, uint8_t **buf);
+/*
+ * A frame as a gather list for writev: headers and small parts in one
+ * scratch buffer, large payloads by reference (they must outlive the send).
+ * *mem is one malloc holding the scratch and the iovec array.
+ */
+oxr_status_t oxr_ox_encode_iov(const oxr_ox_msg *m, int order, size_t big, void **mem,
+			       struct iovec **iov, int *niov, size_t *total);
 #endif

@@ -122,3 +122,34 @@ oxr_status_t oxr_ox_encode_alloc(const oxr_ox_msg *m, int has_serial, int order,
 	*len = s.len;
 	return OXR_OK;
 }
+
+oxr_status_t oxr_ox_encode_iov(const oxr_ox_msg *m, int order, size_t big, void **mem,
+			       struct iovec **iov, int *niov, size_t *total)
+{
+	struct oxr_sink s = { .order = order ? 1 : 0, .big = big };
+	oxr_status_t st = put_msg(&s, m, 1);
+	size_t scratch, iov_at;
+	uint8_t *p;
+
+	if (st)
+		return st;
+	scratch = s.len;
+	s.maxiov = s.niov + 1;
+	iov_at = (scratch + 15) & ~(size_t)15;
+	p = malloc(iov_at + (size_t)s.maxiov * sizeof(struct iovec));
+	if (!p)
+		return oxr_err(OXR_ERR_NOMEM, "encode: cannot allocate %zu bytes", scratch);
+	s = (struct oxr_sink){ .buf = p, .cap = scratch, .order = order ? 1 : 0, .big = big,
+			       .iov = (struct iovec *)(p + iov_at), .maxiov = s.maxiov };
+	st = put_msg(&s, m, 1);
+	if (st) {
+		free(p);
+		return st;
+	}
+	oxr_sink_flush_seg(&s);
+	*mem = p;
+	*iov = s.iov;
+	*niov = s.niov;
+	*total = s.total;
+	return OXR_OK;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peer groups: a context (configured from the environment), a group of
+ * nserver processes of which this one is `rank`, links to the other ranks
+ * opened RFC-102 style (accept on a port / connect to host:port, naming the
+ * peer's rank), and OX messages sent to and received from a rank.
+ *
+ * Links come in two modes, and the choice is always explicit:
+ *   OXR_LINK_AUTH    between oxr processes: after the byte-order exchange the
+ *                    connecting side proves the group's token and the rank it
+ *                    claims (HMAC-SHA256 challenge-response, both ways); a
+ *                    wrong token or an unexpected rank is refused and logged
+ *                    with the peer's address.
+ *   OXR_LINK_OPENXM  the RFC-102 wire format exactly as ox_asir speaks it (the
+ *                    one-byte exchange, both sides writing first, then plain
+ *                    OX messages); it cannot carry a token, so whoever connects
+ *                    to the port is the peer.  Use it only for OpenXM peers.
+ *
+ * Environment (read by oxr_ctx_create; a malformed value is an error naming it):
+ *   OXR_TRANSPORT       auto | tcp | verbs    (default auto: the best available)
+ *   OXR_LOG_LEVEL       error | warn | info | debug   (default warn; to stderr)
+ *   OXR_SPIN_US         microseconds a blocking wait polls before it sleeps in
+ *                       epoll (default 50; 0 sleeps at once)
+ *   OXR_LINK_TIMEOUT_MS connect, accept and handshake bound (default 30000)
+ *   OXR_RECV_QUEUE_BYTES  bytes of received, not yet taken messages a link
+ *                       buffers before it stops reading (TCP then pushes back
+ *                       on the sender; default 64 MiB)
+ *   OXR_ORDER           little | network: the byte order oxr asks for on its
+ *                       links (default: the host's)
+ *   OXR_HOST            the address other ranks reach this one at (oxr_group_boot)
+ *   and the OXR_CMO_* decoder limits of oxr/cmo.h.
+ */
+#ifndef OXR_TRANSPORT_H
+#define OXR_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oxr/boot.h"
+#include "oxr/cmo.h"
+#include "oxr/ox.h"
+#include "oxr/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct oxr_ctx oxr_ctx;
+typedef struct oxr_group oxr_group;
+
+oxr_status_t oxr_ctx_create(oxr_ctx **out);
+void oxr_ctx_destroy(oxr_ctx *c);
+/* "tcp" (the transport this context's links use) */
+const char *oxr_ctx_transport(const oxr_ctx *c);
+
+oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
+/* Closes every link; pending receives are dropped. */
+void oxr_group_destroy(oxr_group *g);
+int oxr_group_size(const oxr_group *g);
+int oxr_group_rank(const oxr_group *g);
+uint32_t oxr_group_epoch(const oxr_group *g);
+/* The secret OXR_LINK_AUTH links prove (32 bytes, e.g. oxr_boot_token()). */
+oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len);
+
+/*
+ * A whole group from the bootstrap (oxr-run, PMIx or a singleton): size,
+ * rank and token from it, every pair of ranks linked (OXR_LINK_AUTH), each
+ * rank listening on a port the OS chose and publishing host:port through the
+ * bootstrap's allgather.  The host other ranks connect to is OXR_HOST, or
+ * 127.0.0.1 when it is not set (right for oxr-run, which starts local ranks).
+ */
+oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out);
+
+enum oxr_link_mode {
+	OXR_LINK_AUTH = 0,
+	OXR_LINK_OPENXM = 1,
+};
+
+/* Listens on port (0: the OS chooses; *bound gets the port).  One listening
+ * socket serves every later accept on that port. */
+oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound);
+/* Accepts the link to peer_rank on a port opened by oxr_link_listen (or
+ * opens it now).  timeout_ms < 0: OXR_LINK_TIMEOUT_MS. */
+oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, int timeout_ms);
+oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
+			      int mode, int timeout_ms);
+/* 1 if a link to peer is open. */
+int oxr_link_is_open(const oxr_group *g, int peer);
+/* Negotiated byte order of the link (OXR_ORDER_*), or an error. */
+oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
+
+/* ---- messages ------------------------------------------------------- */
+
+/* A received message and the memory it lives in. */
+typedef struct oxr_rmsg {
+	oxr_ox_msg msg;
+	int peer;
+	oxr_arena *arena; /* owned; freed by oxr_rmsg_free */
+} oxr_rmsg;
+
+void oxr_rmsg_free(oxr_rmsg *m);
+
+/*
+ * Sends one OX message (OX_DATA, OX_COMMAND or OX_SYNC_BALL) to peer.  The
+ * serial is the group's next (one counter for all links, as asir does).
+ * Returns when every byte is with the kernel; while it waits it keeps
+ * reading the group's links, so two ranks sending to each other at once
+ * cannot deadlock.
+ */
+oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m);
+/* Receives the next message from peer, in order; timeout_ms < 0 waits forever. */
+oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out);
+
+/* Non-blocking forms.  The message and the memory of its CMO must stay
+ * valid until the request completes. */
+typedef struct oxr_req oxr_req;
+oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req);
+oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req);
+/* *done = 1 once complete; returns the operation's status then. */
+oxr_status_t oxr_req_test(oxr_req *r, int *done);
+oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms);
+/* The received message of a completed irecv (ownership passes to the caller). */
+oxr_rmsg *oxr_req_take(oxr_req *r);
+void oxr_req_free(oxr_req *r);
+
+/* Moves every link forward without blocking (reads, writes, completions). */
+oxr_status_t oxr_group_progress(oxr_group *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

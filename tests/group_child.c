@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rank of a multi-process group test, started by oxr-run (or mpirun).
+ * Prints one line `rank R: MODE ok ...` and exits 0 when every check held.
+ *
+ *   group_child pairs [K]   every ordered pair exchanges K random CMO objects
+ *                           (one of them up to 16 MiB); the receiver rebuilds
+ *                           what the sender made from the same seed and
+ *                           compares values, and checks the order of arrival
+ *   group_child flood N     rank 0 sends N small messages to rank 1, which
+ *                           takes them slowly; both check their RSS stays bounded
+ *   group_child die         rank 1 kills itself in the middle of sending a
+ *                           64 MiB message; rank 0 must get an error, not hang
+ *   group_child ring        a token goes round the ring once per rank
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oxr/oxr.h"
+#include "oxr/transport.h"
+#include "cmo_random.h"
+
+static int rank = -1;
+
+#define CHECK(c, ...)                                                                  \
+	do {                                                                           \
+		if (!(c)) {                                                            \
+			fprintf(stderr, "rank %d: check failed at %s:%d: ", rank, __FILE__, \
+				__LINE__);                                             \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fprintf(stderr, " [%s]\n", oxr_errmsg());                      \
+			exit(1);                                                       \
+		}                                                                      \
+	} while (0)
+
+static long rss_kib(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* The k-th object from src to dst: both sides can make it. */
+static oxr_cmo *object(oxr_arena *a, int src, int dst, int k)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull ^ ((uint64_t)src << 40 | (uint64_t)dst << 20 | (uint64_t)k);
+
+	rnd_next(&s);
+	if (k == 1) { /* the big one: up to 16 MiB */
+		size_t n = (size_t)(rnd_next(&s) % (16u << 20)) + 1;
+		char *b = malloc(n);
+		oxr_cmo *o;
+		size_t i;
+		for (i = 0; i < n; i++)
+			b[i] = (char)(i * 31 + (size_t)src);
+		o = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, b, n);
+		free(b);
+		return o;
+	}
+	if (k == 2)
+		return oxr_cmo_new_bytes(a, OXR_CMO_STRING, "", 0); /* 0 bytes of payload */
+	return rnd_cmo(a, &s, 5);
+}
+
+static int pairs(oxr_group *g, int k)
+{
+	int n = oxr_group_size(g), p, i;
+	oxr_arena *a;
+
+	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
+	for (p = 0; p < n; p++) {
+		if (p == rank)
+			continue;
+		for (i = 0; i < k; i++) {
+			oxr_ox_msg m = { .tag = OXR_OX_DATA, .cmo = object(a, rank, p, i) };
+			CHECK(oxr_send(g, p, &m) == OXR_OK, "send %d to %d", i, p);
+		}
+		/* and a command and a sync ball, which carry no CMO */
+		{
+			oxr_ox_msg c = { .tag = OXR_OX_COMMAND, .sm = OXR_SM_popCMO };
+			oxr_ox_msg s = { .tag = OXR_OX_SYNC_BALL };
+			CHECK(oxr_send(g, p, &c) == OXR_OK && oxr_send(g, p, &s) == OXR_OK, "to %d", p);
+		}
+		oxr_arena_reset(a);
+	}
+	for (p = 0; p < n; p++) {
+		oxr_rmsg *m;
+		if (p == rank)
+			continue;
+		for (i = 0; i < k; i++) {
+			oxr_cmo *want;
+			CHECK(oxr_recv(g, p, 60000, &m) == OXR_OK, "recv %d from %d", i, p);
+			want = object(a, p, rank, i);
+			CHECK(m->msg.tag == OXR_OX_DATA && oxr_cmo_equal(m->msg.cmo, want),
+			      "message %d from %d differs", i, p);
+			oxr_rmsg_free(m);
+			oxr_arena_reset(a);
+		}
+		CHECK(oxr_recv(g, p, 60000, &m) == OXR_OK && m->msg.tag == OXR_OX_COMMAND &&
+		      m->msg.sm == OXR_SM_popCMO, "command from %d", p);
+		oxr_rmsg_free(m);
+		CHECK(oxr_recv(g, p, 60000, &m) == OXR_OK && m->msg.tag == OXR_OX_SYNC_BALL,
+		      "sync ball from %d", p);
+		oxr_rmsg_free(m);
+	}
+	oxr_arena_destroy(a);
+	printf("rank %d: pairs ok (%d peers x %d objects)\n", rank, n - 1, k);
+	return 0;
+}
+
+static int flood(oxr_group *g, long count)
+{
+	long i, peak = 0, start = rss_kib();
+	oxr_arena *a;
+
+	CHECK(oxr_group_size(g) >= 2, "flood needs 2 ranks");
+	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
+	for (i = 0; i < count && rank <= 1; i++) {
+		if (rank == 0) {
+			oxr_cmo *o = oxr_cmo_new_list(a, 2);
+			oxr_ox_msg m = { .tag = OXR_OX_DATA, .cmo = o };
+			o->kids[0] = oxr_cmo_new_int32(a, (int32_t)i);
+			o->kids[1] = oxr_cmo_new_bytes(a, OXR_CMO_STRING, "0123456789abcdef0123456789abcdef", 32);
+			CHECK(oxr_send(g, 1, &m) == OXR_OK, "send %ld", i);
+			if (i % 1000 == 999)
+				oxr_arena_reset(a);
+		} else {
+			oxr_rmsg *m;
+			CHECK(oxr_recv(g, 0, 60000, &m) == OXR_OK, "recv %ld", i);
+			CHECK(m->msg.cmo->kids[0]->v.i32 == (int32_t)i, "message %ld out of order", i);
+			oxr_rmsg_free(m);
+			if (i % 2000 == 0)
+				usleep(2000); /* a slow receiver: the sender must be pushed back */
+		}
+		if (i % 5000 == 0 && rss_kib() > peak)
+			peak = rss_kib();
+	}
+	oxr_arena_destroy(a);
+	/* the bound: the receive queue limit (OXR_RECV_QUEUE_BYTES) plus slack */
+	CHECK(peak - start < 96 * 1024, "RSS grew by %ld KiB", peak - start);
+	printf("rank %d: flood ok (%ld messages, RSS grew %ld KiB)\n", rank, count, peak - start);
+	return 0;
+}
+
+static int die(oxr_group *g)
+{
+	CHECK(oxr_group_size(g) == 2, "die needs 2 ranks");
+	if (rank == 1) {
+		oxr_arena *a;
+		size_t n = 64u << 20;
+		char *b = calloc(1, n);
+		oxr_ox_msg m = { .tag = OXR_OX_DATA };
+		oxr_req *r;
+		int i, done;
+		CHECK(b && oxr_arena_create(&a) == OXR_OK, "alloc");
+		m.cmo = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, b, n);
+		CHECK(oxr_isend(g, 0, &m, &r) == OXR_OK, "isend");
+		for (i = 0; i < 50; i++)
+			oxr_req_test(r, &done);
+		raise(SIGKILL); /* in the middle of the message, as kill -9 would */
+	} else {
+		oxr_rmsg *m = NULL;
+		oxr_status_t st = oxr_recv(g, 1, 30000, &m);
+		CHECK(st == OXR_ERR_PEER, "expected a peer error, got %d", st);
+		CHECK(strstr(oxr_errmsg(), "rank 1"), "error names rank 1");
+		printf("rank 0: die ok: survivor got \"%s\"\n", oxr_errmsg());
+	}
+	return 0;
+}
+
+static int ring(oxr_group *g)
+{
+	int n = oxr_group_size(g), next = (rank + 1) % n, prev = (rank + n - 1) % n, round;
+	oxr_arena *a;
+
+	if (n == 1) {
+		printf("rank 0: ring ok (alone)\n");
+		return 0;
+	}
+	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
+	for (round = 0; round < n; round++) {
+		oxr_rmsg *m;
+		if (rank == round) {
+			oxr_ox_msg t = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_zz_si(a, round) };
+			CHECK(oxr_send(g, next, &t) == OXR_OK, "send");
+			CHECK(oxr_recv(g, prev, 30000, &m) == OXR_OK, "recv");
+			CHECK(m->msg.cmo->tag == OXR_CMO_ZZ, "token");
+			{
+				mpz_t z;
+				mpz_init(z);
+				oxr_cmo_get_mpz(m->msg.cmo, z);
+				CHECK(mpz_get_si(z) == round + (n - 1), "token went round: %ld", mpz_get_si(z));
+				mpz_clear(z);
+			}
+		} else {
+			mpz_t z;
+			oxr_ox_msg t = { .tag = OXR_OX_DATA };
+			CHECK(oxr_recv(g, prev, 30000, &m) == OXR_OK, "recv");
+			mpz_init(z);
+			oxr_cmo_get_mpz(m->msg.cmo, z);
+			mpz_add_ui(z, z, 1);
+			t.cmo = oxr_cmo_new_zz(a, z);
+			mpz_clear(z);
+			CHECK(oxr_send(g, next, &t) == OXR_OK, "send");
+		}
+		oxr_rmsg_free(m);
+	}
+	oxr_arena_destroy(a);
+	printf("rank %d: ring ok (%d rounds)\n", rank, n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "pairs";
+	oxr_ctx *c;
+	oxr_boot *b;
+	oxr_group *g;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	CHECK(oxr_boot_open(&b) == OXR_OK, "bootstrap");
+	rank = oxr_boot_rank(b);
+	CHECK(oxr_ctx_create(&c) == OXR_OK, "context");
+	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
+	if (!strcmp(mode, "pairs"))
+		rc = pairs(g, argc > 2 ? atoi(argv[2]) : 4);
+	else if (!strcmp(mode, "flood"))
+		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
+	else if (!strcmp(mode, "die"))
+		rc = die(g);
+	else if (!strcmp(mode, "ring"))
+		rc = ring(g);
+	else
+		CHECK(0, "unknown mode %s", mode);
+	oxr_boot_barrier(b);
+	oxr_group_destroy(g);
+	oxr_ctx_destroy(c);
+	oxr_boot_close(b);
+	return rc;
+}

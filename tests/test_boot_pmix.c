@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The PMIx bootstrap as a cluster user meets it: boot_child started by Open
+ * MPI's mpirun (its PMIx server is the launcher), and boot_child started
+ * without one.  mpirun missing is a failure, not a skip: this file is only
+ * built when oxr has PMIx, and ci/test installs openmpi-bin.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define CHILD OXR_BIN_DIR "/boot_child"
+
+struct run {
+	int rc; /* exit status, or -1 if it did not exit normally */
+	double secs;
+	char *out, *err;
+};
+
+struct sink {
+	char *b;
+	size_t n, cap;
+};
+
+static void sink_add(struct sink *s, const char *p, size_t n)
+{
+	if (s->cap - s->n <= n) {
+		s->cap = 2 * s->cap + n + 1;
+		s->b = realloc(s->b, s->cap);
+		cr_assert_not_null(s->b);
+	}
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+	s->b[s->n] = 0;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* mpirun's full path from PATH, or NULL. */
+static char *find_mpirun(void)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *dir, *save = NULL, *hit = NULL;
+
+	if (!path)
+		return NULL;
+	dirs = strdup(path);
+	for (dir = strtok_r(dirs, ":", &save); dir && !hit; dir = strtok_r(NULL, ":", &save)) {
+		char cand[4096];
+
+		snprintf(cand, sizeof(cand), "%s/mpirun", *dir ? dir : ".");
+		if (access(cand, X_OK) == 0)
+			hit = strdup(cand);
+	}
+	free(dirs);
+	return hit;
+}
+
+static int has_prefix(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+/*
+ * Our environment without anything that would tie the child to an outer
+ * launch (ctest itself run under mpirun or srun) or force a bootstrap, plus
+ * extra (NULL-terminated).  Open MPI refuses root without the two ALLOW
+ * variables, and CI containers run as root.
+ */
+static char **child_env(const char *const *extra)
+{
+	static const char *const drop[] = { "PMIX_", "OMPI_", "PRTE_", "OXR_BOOT=",
+					    "OXR_RUN_ADDR=", NULL };
+	size_t n = 0, k = 0, i;
+	char **env;
+
+	while (environ[n])
+		n++;
+	for (i = 0; extra[i]; i++)
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	cr_assert_not_null(env);
+	for (i = 0; environ[i]; i++) {
+		size_t d;
+
+		for (d = 0; drop[d] && !has_prefix(environ[i], drop[d]); d++)
+			;
+		if (!drop[d])
+			env[k++] = environ[i];
+	}
+	env[k++] = (char *)"OMPI_ALLOW_RUN_AS_ROOT=1";
+	env[k++] = (char *)"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
+	for (i = 0; extra[i]; i++)
+		env[k++] = (char *)extra[i];
+	env[k] = NULL;
+	return env;
+}
+
+/*
+ * Runs argv with stdin from /dev/null and both outputs captured, for at most
+ * limit seconds.  posix_spawn, not fork: Criterion's workers do not survive a
+ * fork.  The child leads its own process group so that a stuck launch can be
+ * ended with everything it started.
+ */
+static struct run run_cmd(char *const argv[], const char *const *extra, double limit)
+{
+	int out[2], err[2], i, status, npf = 2;
+	struct sink so = { 0 }, se = { 0 };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	struct pollfd pf[2];
+	char **env = child_env(extra);
+	double start = now();
+	struct run r;
+	pid_t pid;
+
+	cr_assert(!pipe(out) && !pipe(err));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	for (i = 0; i < 2; i++) {
+		posix_spawn_file_actions_addclose(&fa, out[i]);
+		posix_spawn_file_actions_addclose(&fa, err[i]);
+	}
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, &at, argv, env), 0, "spawn %s: %s",
+		     argv[0], strerror(errno));
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	free(env);
+	close(out[1]);
+	close(err[1]);
+	pf[0] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = err[0], .events = POLLIN };
+	while (npf) {
+		int left = (int)((start + limit - now()) * 1000);
+		char buf[4096];
+		ssize_t n;
+
+		if (left <= 0 || poll(pf, 2, left) == 0) {
+			/* SIGTERM first: mpirun then takes its ranks down too. */
+			kill(-pid, SIGTERM);
+			sleep(2);
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			cr_assert_fail("%s ran past %.0f s (hung?)\nstdout:\n%s\nstderr:\n%s",
+				       argv[0], limit, so.b ? so.b : "", se.b ? se.b : "");
+		}
+		for (i = 0; i < 2; i++) {
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			n = read(pf[i].fd, buf, sizeof(buf));
+			if (n > 0) {
+				sink_add(i == 0 ? &so : &se, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(pf[i].fd);
+				pf[i].fd = -1;
+				npf--;
+			}
+		}
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	r.secs = now() - start;
+	r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	sink_add(&so, "", 0);
+	sink_add(&se, "", 0);
+	r.out = so.b;
+	r.err = se.b;
+	return r;
+}
+
+/*
+ * boot_child ok under mpirun -np np: exit 0, and one "rank R size N kind pmix"
+ * line per rank.  Flags: --oversubscribe because CI machines have fewer cores
+ * than 4 and Open MPI refuses more ranks than slots; --bind-to none because
+ * binding oversubscribed ranks is pointless and fails in some cpusets;
+ * --mca plm isolated so that mpirun starts ranks here itself, never through
+ * ssh or an enclosing Slurm allocation.
+ */
+static void mpirun_ok(int np, const char *const *extra)
+{
+	char *mpirun = find_mpirun();
+	char nps[16], *line, *save = NULL;
+	char *argv[] = { mpirun, (char *)"-np", nps, (char *)"--oversubscribe",
+			 (char *)"--bind-to", (char *)"none", (char *)"--mca", (char *)"plm",
+			 (char *)"isolated", (char *)CHILD, (char *)"ok", NULL };
+	int seen[64] = { 0 }, lines = 0, r;
+	struct run res;
+
+	cr_assert_not_null(mpirun, "mpirun not found in PATH: the PMIx test needs Open MPI's "
+				   "launcher (apt-get install openmpi-bin; ci/test installs it)");
+	snprintf(nps, sizeof(nps), "%d", np);
+
+	res = run_cmd(argv, extra, 120);
+	cr_log_info("mpirun -np %d boot_child ok: %.2f s", np, res.secs);
+	cr_assert_eq(res.rc, 0, "mpirun -np %d exited %d\nstdout:\n%s\nstderr:\n%s", np, res.rc,
+		     res.out, res.err);
+	for (line = strtok_r(res.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int size;
+		char kind[32];
+
+		if (sscanf(line, "rank %d size %d kind %31s", &r, &size, kind) != 3)
+			continue;
+		lines++;
+		cr_assert(r >= 0 && r < np, "rank out of range: %s", line);
+		cr_assert_eq(size, np, "wrong size: %s", line);
+		cr_assert_str_eq(kind, "pmix", "wrong bootstrap: %s", line);
+		cr_assert_eq(seen[r]++, 0, "rank %d reported twice", r);
+	}
+	cr_assert_eq(lines, np, "%d rank lines for -np %d\nstderr:\n%s", lines, np, res.err);
+	free(res.out);
+	free(res.err);
+	free(mpirun);
+}
+
+static const char *const no_extra[] = { NULL };
+
+Test(boot_pmix, mpirun_np1, .timeout = 150) { mpirun_ok(1, no_extra); }
+Test(boot_pmix, mpirun_np2, .timeout = 150) { mpirun_ok(2, no_extra); }
+Test(boot_pmix, mpirun_np4, .timeout = 150) { mpirun_ok(4, no_extra); }
+
+/* Forcing PMIx under its launcher is the same as finding it. */
+Test(boot_pmix, mpirun_forced, .timeout = 150)
+{
+	static const char *const forced[] = { "OXR_BOOT=pmix", NULL };
+
+	mpirun_ok(2, forced);
+}
+
+/* Forced PMIx without a launcher: a prompt, clear failure (PMIx would set up
+ * a singleton otherwise), not a hang and not a crash. */
+Test(boot_pmix, forced_without_launcher, .timeout = 60)
+{
+	static const char *const forced[] = { "OXR_BOOT=pmix", NULL };
+	char *argv[] = { (char *)CHILD, (char *)"ok", NULL };
+	struct run res = run_cmd(argv, forced, 20);
+
+	cr_log_info("boot_child with OXR_BOOT=pmix, no launcher: %.3f s", res.secs);
+	cr_assert(res.rc > 0, "want a failing exit, got %d\nstdout:\n%s\nstderr:\n%s", res.rc,
+		  res.out, res.err);
+	cr_assert(strstr(res.err, "PMIX_NAMESPACE"), "unclear error:\n%s", res.err);
+	free(res.out);
+	free(res.err);
+}
+
+/* A launch's PMIx variables left behind with its server gone: PMIx_Init
+ * fails at once (libpmix crashes if finalized after that; we must not). */
+Test(boot_pmix, stale_environment, .timeout = 60)
+{
+	static const char *const stale[] = { "PMIX_NAMESPACE=oxr-stale", "PMIX_RANK=0",
+					     "PMIX_SERVER_URI41=oxr-stale.0;tcp4://127.0.0.1:1",
+					     NULL };
+	char *argv[] = { (char *)CHILD, (char *)"ok", NULL };
+	struct run res = run_cmd(argv, stale, 20);
+
+	cr_log_info("boot_child with a stale PMIx environment: %.3f s", res.secs);
+	cr_assert(res.rc > 0, "want a failing exit, got %d\nstdout:\n%s\nstderr:\n%s", res.rc,
+		  res.out, res.err);
+	cr_assert(strstr(res.err, "PMIx_Init failed"), "unclear error:\n%s", res.err);
+	free(res.out);
+	free(res.err);
+}

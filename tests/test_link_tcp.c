@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TCP links inside one process (two groups, two threads, real sockets on
+ * 127.0.0.1): the handshake in both modes, refusals, an asir-style raw peer,
+ * bad bytes from a peer, timeouts and the non-blocking calls.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "oxr/oxr.h"
+#include "oxr/transport.h"
+#include "test_util.h"
+
+TestSuite(link, .timeout = 60);
+
+struct pair {
+	oxr_ctx *ca, *cb;
+	oxr_group *a, *b; /* a: rank 0 acceptor, b: rank 1 connector */
+	int port;
+	int mode;
+	oxr_status_t st_accept;
+	char err_accept[512];
+};
+
+static void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
+{
+	uint8_t tok[32];
+
+	memset(p, 0, sizeof(*p));
+	memset(tok, 7, sizeof(tok));
+	setenv("OXR_ORDER", order_a, 1);
+	cr_assert_eq(oxr_ctx_create(&p->ca), OXR_OK, "%s", oxr_errmsg());
+	setenv("OXR_ORDER", order_b, 1);
+	cr_assert_eq(oxr_ctx_create(&p->cb), OXR_OK);
+	unsetenv("OXR_ORDER");
+	cr_assert_eq(oxr_group_create(p->ca, n, 0, &p->a), OXR_OK);
+	cr_assert_eq(oxr_group_create(p->cb, n, 1, &p->b), OXR_OK);
+	cr_assert_eq(oxr_group_set_token(p->a, tok, 32), OXR_OK);
+	cr_assert_eq(oxr_group_set_token(p->b, tok, 32), OXR_OK);
+	cr_assert_eq(oxr_link_listen(p->a, 0, &p->port), OXR_OK);
+}
+
+static void free_pair(struct pair *p)
+{
+	oxr_group_destroy(p->a);
+	oxr_group_destroy(p->b);
+	oxr_ctx_destroy(p->ca);
+	oxr_ctx_destroy(p->cb);
+}
+
+static void *acceptor(void *arg)
+{
+	struct pair *p = arg;
+
+	p->st_accept = oxr_link_accept(p->a, p->port, 1, p->mode, 5000);
+	snprintf(p->err_accept, sizeof(p->err_accept), "%s", oxr_errmsg());
+	return NULL;
+}
+
+/* Runs accept in a thread and connect here; returns connect's status. */
+static oxr_status_t link_up(struct pair *p, int mode)
+{
+	pthread_t t;
+	oxr_status_t st;
+
+	p->mode = mode;
+	pthread_create(&t, NULL, acceptor, p);
+	st = oxr_link_connect(p->b, "127.0.0.1", p->port, 0, mode, 5000);
+	pthread_join(t, NULL);
+	return st;
+}
+
+static void exchange(struct pair *p)
+{
+	oxr_arena *ar;
+	oxr_rmsg *m;
+	oxr_ox_msg out;
+
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	out = (oxr_ox_msg){ .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_zz_si(ar, -123123) };
+	cr_assert_eq(oxr_send(p->b, 0, &out), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_recv(p->a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(oxr_cmo_equal(m->msg.cmo, out.cmo));
+	cr_assert_eq(m->peer, 1);
+	oxr_rmsg_free(m);
+	out = (oxr_ox_msg){ .tag = OXR_OX_COMMAND, .sm = OXR_SM_reset_102 };
+	cr_assert_eq(oxr_send(p->a, 1, &out), OXR_OK);
+	cr_assert_eq(oxr_recv(p->b, 0, 5000, &m), OXR_OK);
+	cr_assert_eq(m->msg.tag, OXR_OX_COMMAND);
+	cr_assert_eq(m->msg.sm, OXR_SM_reset_102);
+	oxr_rmsg_free(m);
+	oxr_arena_destroy(ar);
+}
+
+Test(link, auth_link_both_orders)
+{
+	static const char *const orders[][3] = {
+		{ "little", "little", "1" }, { "little", "network", "0" }, { "network", "network", "0" },
+	};
+	struct pair p;
+	int i, oa, ob;
+
+	for (i = 0; i < 3; i++) {
+		make_pair(&p, 2, orders[i][0], orders[i][1]);
+		cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(p.st_accept, OXR_OK, "%s", p.err_accept);
+		cr_assert(oxr_link_is_open(p.a, 1) && oxr_link_is_open(p.b, 0));
+		cr_assert_eq(oxr_link_order(p.a, 1, &oa), OXR_OK);
+		cr_assert_eq(oxr_link_order(p.b, 0, &ob), OXR_OK);
+		cr_assert_eq(oa, atoi(orders[i][2]));
+		cr_assert_eq(ob, oa);
+		exchange(&p);
+		free_pair(&p);
+	}
+}
+
+Test(link, wrong_token_is_refused_both_ways)
+{
+	struct pair p;
+	uint8_t other[32];
+
+	make_pair(&p, 2, "little", "little");
+	memset(other, 8, sizeof(other));
+	oxr_group_set_token(p.b, other, 32);
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_ERR_AUTH);
+	cr_assert(strstr(oxr_errmsg(), "refused the link: wrong token"), "%s", oxr_errmsg());
+	cr_assert_eq(p.st_accept, OXR_ERR_AUTH);
+	cr_assert(strstr(p.err_accept, "from 127.0.0.1:"), "names the address: %s", p.err_accept);
+	cr_assert(strstr(p.err_accept, "wrong token"), "%s", p.err_accept);
+	cr_assert(!oxr_link_is_open(p.a, 1) && !oxr_link_is_open(p.b, 0));
+	free_pair(&p);
+}
+
+Test(link, wrong_rank_is_refused)
+{
+	struct pair p;
+	uint8_t tok[32];
+	oxr_group *b2;
+
+	/* a member of the group, rank 2, knocks where rank 1 is expected */
+	make_pair(&p, 3, "little", "little");
+	memset(tok, 7, sizeof(tok));
+	cr_assert_eq(oxr_group_create(p.cb, 3, 2, &b2), OXR_OK);
+	oxr_group_set_token(b2, tok, 32);
+	{
+		pthread_t t;
+		p.mode = OXR_LINK_AUTH;
+		pthread_create(&t, NULL, acceptor, &p);
+		cr_assert_eq(oxr_link_connect(b2, "127.0.0.1", p.port, 0, OXR_LINK_AUTH, 5000),
+			     OXR_ERR_AUTH);
+		pthread_join(t, NULL);
+	}
+	cr_assert(strstr(oxr_errmsg(), "unexpected rank"), "%s", oxr_errmsg());
+	cr_assert_eq(p.st_accept, OXR_ERR_AUTH);
+	cr_assert(strstr(p.err_accept, "claiming rank 2"), "%s", p.err_accept);
+	oxr_group_destroy(b2);
+	free_pair(&p);
+}
+
+Test(link, connect_checks_the_acceptors_rank)
+{
+	struct pair p;
+
+	make_pair(&p, 3, "little", "little");
+	/* b (rank 1) thinks the port belongs to rank 2, but rank 0 listens there */
+	p.mode = OXR_LINK_AUTH;
+	{
+		pthread_t t;
+		pthread_create(&t, NULL, acceptor, &p);
+		cr_assert_eq(oxr_link_connect(p.b, "127.0.0.1", p.port, 2, OXR_LINK_AUTH, 5000),
+			     OXR_ERR_AUTH);
+		pthread_join(t, NULL);
+	}
+	cr_assert(strstr(oxr_errmsg(), "it is rank 0, not rank 2"), "%s", oxr_errmsg());
+	free_pair(&p);
+}
+
+/* An asir-style peer: a plain socket writing its order byte first. */
+static int raw_peer(int port, uint8_t order_byte, uint8_t *theirs)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(write(fd, &order_byte, 1), 1);
+	cr_assert_eq(read(fd, theirs, 1), 1);
+	return fd;
+}
+
+struct accept_arg {
+	oxr_group *g;
+	int port, mode;
+	oxr_status_t st;
+};
+
+static void *accept_openxm(void *arg)
+{
+	struct accept_arg *x = arg;
+
+	x->st = oxr_link_accept(x->g, x->port, 1, x->mode, 1000);
+	return NULL;
+}
+
+Test(link, openxm_mode_talks_to_an_asir_style_peer)
+{
+	struct pair p;
+	struct accept_arg x;
+	pthread_t t;
+	uint8_t theirs, b[64], in[64];
+	size_t n, used, got = 0;
+	oxr_rmsg *m;
+	oxr_arena *ar;
+	oxr_ox_msg reply, back;
+	int fd;
+
+	make_pair(&p, 2, "little", "little");
+	x = (struct accept_arg){ .g = p.a, .port = p.port, .mode = OXR_LINK_OPENXM };
+	pthread_create(&t, NULL, accept_openxm, &x);
+	fd = raw_peer(p.port, 1, &theirs);
+	pthread_join(t, NULL);
+	cr_assert_eq(x.st, OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(theirs, 1, "oxr asks for little-endian on this host");
+
+	/* asir sends OX_DATA (CMO_ZZ 123123) with its global serial, little-endian */
+	n = unhex("02020000 2a000000 14000000 01000000 f3e00100", b);
+	cr_assert_eq(write(fd, b, n), (ssize_t)n);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(m->msg.serial, 42);
+	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_ZZ);
+	oxr_rmsg_free(m);
+
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	reply = (oxr_ox_msg){ .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_string(ar, "ok") };
+	cr_assert_eq(oxr_send(p.a, 1, &reply), OXR_OK);
+	while (got < 18) {
+		ssize_t k = read(fd, in + got, sizeof(in) - got);
+		cr_assert_gt(k, 0);
+		got += (size_t)k;
+	}
+	cr_assert_eq(oxr_ox_decode(in, got, OXR_ORDER_LITTLE, NULL, ar, &back, &used), OXR_OK);
+	cr_assert_eq(back.tag, OXR_OX_DATA);
+	cr_assert(oxr_cmo_equal(back.cmo, reply.cmo));
+	oxr_arena_destroy(ar);
+	close(fd);
+	free_pair(&p);
+}
+
+Test(link, bad_bytes_from_a_peer_fail_that_link_only)
+{
+	struct pair p;
+	struct accept_arg x;
+	pthread_t t;
+	uint8_t theirs, b[64];
+	size_t n;
+	oxr_rmsg *m;
+	int fd;
+
+	make_pair(&p, 2, "little", "little");
+	x = (struct accept_arg){ .g = p.a, .port = p.port, .mode = OXR_LINK_OPENXM };
+	pthread_create(&t, NULL, accept_openxm, &x);
+	fd = raw_peer(p.port, 0, &theirs); /* network order */
+	pthread_join(t, NULL);
+	cr_assert_eq(x.st, OXR_OK);
+	/* OX_DATA, serial 1, CMO_STRING of length -1 */
+	n = unhex("00000202 00000001 00000004 ffffffff", b);
+	cr_assert_eq(write(fd, b, n), (ssize_t)n);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_ERR_PROTO);
+	cr_assert(strstr(oxr_errmsg(), "bad data from rank 1"), "%s", oxr_errmsg());
+	cr_assert(strstr(oxr_errmsg(), "negative length -1"), "%s", oxr_errmsg());
+	cr_assert(strstr(oxr_errmsg(), "at byte 12"), "%s", oxr_errmsg());
+	/* the error stays with the link; the process and the group go on */
+	cr_assert_eq(oxr_recv(p.a, 1, 100, &m), OXR_ERR_PROTO);
+	cr_assert(!oxr_link_is_open(p.a, 1));
+	close(fd);
+	free_pair(&p);
+}
+
+Test(link, auth_acceptor_against_a_plain_openxm_peer)
+{
+	struct pair p;
+	struct accept_arg x;
+	pthread_t t;
+	uint8_t theirs, junk[100];
+	int fd;
+
+	make_pair(&p, 2, "little", "little");
+	x = (struct accept_arg){ .g = p.a, .port = p.port, .mode = OXR_LINK_AUTH };
+	pthread_create(&t, NULL, accept_openxm, &x);
+	fd = raw_peer(p.port, 1, &theirs);
+	memset(junk, 0x41, sizeof(junk)); /* anything but a proof */
+	cr_assert_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	pthread_join(t, NULL);
+	cr_assert_eq(x.st, OXR_ERR_AUTH, "%d %s", x.st, oxr_errmsg());
+	cr_assert(!oxr_link_is_open(p.a, 1));
+	close(fd);
+	/* a peer that says nothing after its order byte, as asir would */
+	x.mode = OXR_LINK_AUTH;
+	pthread_create(&t, NULL, accept_openxm, &x);
+	fd = raw_peer(p.port, 1, &theirs);
+	pthread_join(t, NULL);
+	cr_assert_eq(x.st, OXR_ERR_TIMEOUT);
+	close(fd);
+	free_pair(&p);
+}
+
+Test(link, timeouts_and_bad_arguments)
+{
+	struct pair p;
+	oxr_rmsg *m;
+	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
+
+	make_pair(&p, 2, "little", "little");
+	cr_assert_eq(oxr_link_accept(p.a, p.port, 1, OXR_LINK_AUTH, 50), OXR_ERR_TIMEOUT);
+	cr_assert_eq(oxr_recv(p.a, 1, 10, &m), OXR_ERR_INVAL, "no link yet");
+	cr_assert(strstr(oxr_errmsg(), "no link"), "%s", oxr_errmsg());
+	cr_assert_eq(oxr_send(p.a, 5, &msg), OXR_ERR_INVAL);
+	cr_assert_eq(oxr_send(p.a, 0, &msg), OXR_ERR_INVAL, "not to itself");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 50, &m), OXR_ERR_TIMEOUT);
+	cr_assert_eq(oxr_link_connect(p.b, "127.0.0.1", p.port, 0, OXR_LINK_AUTH, 50), OXR_ERR_INVAL,
+		     "a second link to the same rank");
+	free_pair(&p);
+}
+
+Test(link, nonblocking_calls)
+{
+	struct pair p;
+	oxr_arena *ar;
+	oxr_req *s[10], *r[10];
+	int i, done;
+	char *big = malloc(3u << 20);
+
+	make_pair(&p, 2, "little", "network");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	memset(big, 'x', 3u << 20);
+	for (i = 0; i < 10; i++) {
+		oxr_ox_msg m = { .tag = OXR_OX_DATA,
+				 .cmo = i == 3 ? oxr_cmo_new_bytes(ar, OXR_CMO_DATUM, big, 3u << 20)
+					       : oxr_cmo_new_int32(ar, i) };
+		cr_assert_eq(oxr_irecv(p.a, 1, &r[i]), OXR_OK);
+		cr_assert_eq(oxr_isend(p.b, 0, &m, &s[i]), OXR_OK, "%s", oxr_errmsg());
+	}
+	for (i = 0; i < 10; i++) {
+		oxr_rmsg *m;
+		/* the receiver's progress alone cannot finish a 3 MiB send: drive both */
+		do {
+			cr_assert_geq(oxr_req_test(s[i], &done), 0);
+			oxr_group_progress(p.a);
+		} while (!done);
+		cr_assert_eq(oxr_req_wait(r[i], 5000), OXR_OK, "%s", oxr_errmsg());
+		m = oxr_req_take(r[i]);
+		cr_assert_eq(m->msg.cmo->tag, i == 3 ? OXR_CMO_DATUM : OXR_CMO_INT32);
+		if (i == 3)
+			cr_assert_eq(m->msg.cmo->len, 3u << 20);
+		else
+			cr_assert_eq(m->msg.cmo->v.i32, i);
+		oxr_rmsg_free(m);
+		oxr_req_free(r[i]);
+		oxr_req_free(s[i]);
+	}
+	oxr_arena_destroy(ar);
+	free(big);
+	free_pair(&p);
+}
+
+Test(link, context_rejects_bad_environment)
+{
+	oxr_ctx *c;
+
+	setenv("OXR_SPIN_US", "fast", 1);
+	cr_assert_eq(oxr_ctx_create(&c), OXR_ERR_INVAL);
+	cr_assert(strstr(oxr_errmsg(), "OXR_SPIN_US=fast"), "%s", oxr_errmsg());
+	unsetenv("OXR_SPIN_US");
+	setenv("OXR_TRANSPORT", "verbs", 1);
+	cr_assert_eq(oxr_ctx_create(&c), OXR_ERR_UNSUPPORTED);
+	cr_assert(strstr(oxr_errmsg(), "OXR_TRANSPORT=tcp"), "%s", oxr_errmsg());
+	setenv("OXR_TRANSPORT", "carrier-pigeon", 1);
+	cr_assert_eq(oxr_ctx_create(&c), OXR_ERR_INVAL);
+	unsetenv("OXR_TRANSPORT");
+	cr_assert_eq(oxr_ctx_create(&c), OXR_OK);
+	cr_assert_str_eq(oxr_ctx_transport(c), "tcp");
+	oxr_ctx_destroy(c);
+}

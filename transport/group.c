@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/* Groups, their links, and the send / receive calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "oxr_internal.h"
+#include "transport_impl.h"
+
+oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out)
+{
+	oxr_group *g;
+	int i;
+
+	if (!c || !out || nserver < 1 || nserver > (1 << 20) || rank < 0 || rank >= nserver)
+		return oxr_err(OXR_ERR_INVAL, "group: bad nserver %d or rank %d", nserver, rank);
+	g = calloc(1, sizeof(*g));
+	if (!g || !(g->links = calloc((size_t)nserver, sizeof(*g->links)))) {
+		free(g);
+		return oxr_err(OXR_ERR_NOMEM, "group: out of memory for %d ranks", nserver);
+	}
+	g->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (g->epfd < 0) {
+		free(g->links);
+		free(g);
+		return oxr_err(OXR_ERR_IO, "group: epoll_create1 failed");
+	}
+	for (i = 0; i < nserver; i++)
+		g->links[i].fd = -1;
+	g->ctx = c;
+	g->size = nserver;
+	g->rank = rank;
+	*out = g;
+	return OXR_OK;
+}
+
+void oxr_group_destroy(oxr_group *g)
+{
+	int i;
+
+	if (!g)
+		return;
+	for (i = 0; i < g->size; i++)
+		oxr_link_close(g, &g->links[i]);
+	for (i = 0; i < g->nlis; i++)
+		close(g->lis[i].fd);
+	free(g->lis);
+	close(g->epfd);
+	free(g->links);
+	free(g);
+}
+
+int oxr_group_size(const oxr_group *g) { return g->size; }
+int oxr_group_rank(const oxr_group *g) { return g->rank; }
+uint32_t oxr_group_epoch(const oxr_group *g) { return g->epoch; }
+
+oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len)
+{
+	if (!token || len != sizeof(g->token))
+		return oxr_err(OXR_ERR_INVAL, "group token: %zu bytes given, %zu needed", len,
+			       sizeof(g->token));
+	memcpy(g->token, token, len);
+	g->have_token = 1;
+	return OXR_OK;
+}
+
+static struct listener *find_listener(oxr_group *g, int port)
+{
+	int i;
+
+	for (i = 0; i < g->nlis; i++)
+		if (g->lis[i].port == port)
+			return &g->lis[i];
+	return NULL;
+}
+
+oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound)
+{
+	struct listener *l = port ? find_listener(g, port) : NULL, *nl;
+	int fd, b;
+	oxr_status_t st;
+
+	if (l) {
+		if (bound)
+			*bound = l->port;
+		return OXR_OK;
+	}
+	if ((st = oxr_tcp_listen(port, &fd, &b)))
+		return st;
+	nl = realloc(g->lis, (size_t)(g->nlis + 1) * sizeof(*nl));
+	if (!nl) {
+		close(fd);
+		return oxr_err(OXR_ERR_NOMEM, "listen: out of memory");
+	}
+	g->lis = nl;
+	g->lis[g->nlis++] = (struct listener){ .fd = fd, .port = b };
+	if (bound)
+		*bound = b;
+	return OXR_OK;
+}
+
+static int check_mode(int mode)
+{
+	return mode == OXR_LINK_AUTH || mode == OXR_LINK_OPENXM;
+}
+
+oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, int timeout_ms)
+{
+	struct listener *l;
+	char addr[64];
+	int fd, order, peer = peer_rank;
+	oxr_status_t st;
+
+	if (!check_mode(mode) || (peer_rank < 0 && mode == OXR_LINK_OPENXM) ||
+	    peer_rank >= g->size || peer_rank == g->rank)
+		return oxr_err(OXR_ERR_INVAL, "accept: bad peer rank %d or mode %d (rank %d of %d)",
+			       peer_rank, mode, g->rank, g->size);
+	if (peer_rank >= 0 && g->links[peer_rank].state == LINK_OPEN)
+		return oxr_err(OXR_ERR_INVAL, "accept: a link to rank %d is already open", peer_rank);
+	if (timeout_ms < 0)
+		timeout_ms = g->ctx->link_timeout_ms;
+	if ((st = oxr_link_listen(g, port, &port)))
+		return st;
+	l = find_listener(g, port);
+	if ((st = oxr_tcp_accept(l->fd, timeout_ms, &fd, addr, sizeof(addr))))
+		return st;
+	st = oxr_link_handshake(g, fd, mode, 1, &peer, addr, timeout_ms, &order);
+	if (st) {
+		close(fd);
+		return st;
+	}
+	return oxr_link_attach(g, peer, fd, mode, order, addr);
+}
+
+oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
+			      int mode, int timeout_ms)
+{
+	char addr[64];
+	int fd, order, peer = peer_rank;
+	oxr_status_t st;
+
+	if (!check_mode(mode) || peer_rank < 0 || peer_rank >= g->size || peer_rank == g->rank)
+		return oxr_err(OXR_ERR_INVAL, "connect: bad peer rank %d or mode %d (rank %d of %d)",
+			       peer_rank, mode, g->rank, g->size);
+	if (g->links[peer_rank].state == LINK_OPEN)
+		return oxr_err(OXR_ERR_INVAL, "connect: a link to rank %d is already open", peer_rank);
+	if (timeout_ms < 0)
+		timeout_ms = g->ctx->link_timeout_ms;
+	if ((st = oxr_tcp_connect(host, port, timeout_ms, &fd)))
+		return st;
+	snprintf(addr, sizeof(addr), "%s:%d", host, port);
+	st = oxr_link_handshake(g, fd, mode, 0, &peer, addr, timeout_ms, &order);
+	if (st) {
+		close(fd);
+		return st;
+	}
+	return oxr_link_attach(g, peer, fd, mode, order, addr);
+}
+
+int oxr_link_is_open(const oxr_group *g, int peer)
+{
+	return peer >= 0 && peer < g->size && g->links[peer].state == LINK_OPEN;
+}
+
+oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)
+{
+	if (!oxr_link_is_open(g, peer))
+		return oxr_err(OXR_ERR_INVAL, "no open link to rank %d", peer);
+	*order = g->links[peer].order;
+	return OXR_OK;
+}
+
+/* ---- messages ------------------------------------------------------- */
+
+void oxr_rmsg_free(oxr_rmsg *m)
+{
+	if (!m)
+		return;
+	oxr_arena_destroy(m->arena);
+	free(m);
+}
+
+static int send_done(void *arg)
+{
+	struct sendop *op = arg;
+
+	return op->done;
+}
+
+oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
+{
+	struct sendop *op;
+	oxr_status_t st = oxr_queue_send(g, peer, m, NULL, &op);
+
+	if (st)
+		return st;
+	st = oxr_progress_until(g, send_done, op, -1);
+	if (st && !op->done) /* the engine itself failed: give up the link, not the memory */
+		oxr_link_fail(g, &g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
+	if (st == OXR_OK)
+		st = op->st;
+	if (st)
+		oxr_err_keep(g->links[peer].errmsg);
+	free(op->mem);
+	free(op);
+	return st;
+}
+
+static int have_msg(void *arg)
+{
+	struct link *l = arg;
+
+	return l->rq_head || l->state != LINK_OPEN;
+}
+
+/* Takes the first queued message of the link, or its error. */
+static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
+{
+	struct recvq *q = l->rq_head;
+
+	if (!q) {
+		oxr_err_keep(l->state == LINK_FAILED ? l->errmsg : "no link");
+		return l->state == LINK_FAILED ? l->err : OXR_ERR_INVAL;
+	}
+	l->rq_head = q->next;
+	if (!l->rq_head)
+		l->rq_tail = NULL;
+	l->rq_bytes -= q->bytes;
+	*out = q->m;
+	free(q);
+	oxr_link_update_events(g, l); /* reading may resume */
+	return OXR_OK;
+}
+
+static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
+{
+	if (peer < 0 || peer >= g->size || peer == g->rank)
+		return oxr_err(OXR_ERR_INVAL, "%s: rank %d is not a peer of rank %d (group of %d)",
+			       what, peer, g->rank, g->size);
+	if (g->links[peer].state == LINK_NONE)
+		return oxr_err(OXR_ERR_INVAL, "%s: no link from rank %d to rank %d is open", what,
+			       g->rank, peer);
+	return OXR_OK;
+}
+
+oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)
+{
+	struct link *l;
+	oxr_status_t st = check_peer(g, peer, "recv");
+
+	if (st)
+		return st;
+	l = &g->links[peer];
+	if (!l->rq_head && l->state == LINK_OPEN) {
+		st = oxr_progress_until(g, have_msg, l, timeout_ms);
+		if (st)
+			return st;
+	}
+	return pop_msg(g, l, out);
+}
+
+oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req)
+{
+	oxr_req *r = calloc(1, sizeof(*r));
+	struct sendop *op;
+	oxr_status_t st;
+
+	if (!r)
+		return oxr_err(OXR_ERR_NOMEM, "isend: out of memory");
+	r->g = g;
+	r->peer = peer;
+	r->is_send = 1;
+	st = oxr_queue_send(g, peer, m, r, &op);
+	if (st) {
+		free(r);
+		return st;
+	}
+	*req = r;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req)
+{
+	oxr_status_t st = check_peer(g, peer, "irecv");
+	oxr_req *r;
+
+	if (st)
+		return st;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return oxr_err(OXR_ERR_NOMEM, "irecv: out of memory");
+	r->g = g;
+	r->peer = peer;
+	*req = r;
+	return OXR_OK;
+}
+
+/* A receive completes when its link has a message (or has failed).  Receives
+ * posted on one link complete in the order they are tested. */
+static void try_recv(oxr_req *r)
+{
+	struct link *l = &r->g->links[r->peer];
+
+	if (!r->done && !r->is_send && (l->rq_head || l->state != LINK_OPEN)) {
+		r->st = pop_msg(r->g, l, &r->m);
+		r->done = 1;
+	}
+}
+
+static int req_done(void *arg)
+{
+	oxr_req *r = arg;
+
+	try_recv(r);
+	return r->done;
+}
+
+oxr_status_t oxr_req_test(oxr_req *r, int *done)
+{
+	oxr_status_t st = oxr_progress_once(r->g, 0);
+
+	try_recv(r);
+	*done = r->done;
+	return r->done ? r->st : st;
+}
+
+oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms)
+{
+	oxr_status_t st = oxr_progress_until(r->g, req_done, r, timeout_ms);
+
+	return st ? st : r->st;
+}
+
+oxr_rmsg *oxr_req_take(oxr_req *r)
+{
+	oxr_rmsg *m = r->m;
+
+	r->m = NULL;
+	return m;
+}
+
+void oxr_req_free(oxr_req *r)
+{
+	if (!r)
+		return;
+	if (r->op) { /* still queued: it completes, then frees itself */
+		r->op->req = NULL;
+		r->op->orphan = 1;
+	}
+	oxr_rmsg_free(r->m);
+	free(r);
+}
+
+oxr_status_t oxr_group_progress(oxr_group *g)
+{
+	return oxr_progress_once(g, 0);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wiring a whole group from the bootstrap.  Every rank listens, the
+ * endpoints go round in one allgather, then rank i connects to every lower
+ * rank in turn and accepts every higher one, in whatever order they come.
+ * No cycle of waits: a rank accepts as soon as its own connects are done, and
+ * rank 0 connects to nobody, so by induction every connect meets an acceptor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oxr_internal.h"
+#include "transport_impl.h"
+
+struct endpoint {
+	char host[60];
+	uint8_t port[4]; /* little-endian */
+};
+
+static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
+{
+	int i, n = g->size, timeout = g->ctx->link_timeout_ms;
+	oxr_status_t st;
+
+	for (i = 0; i < g->rank; i++) {
+		const struct endpoint *e = &all[i];
+		char host[sizeof(e->host) + 1];
+		memcpy(host, e->host, sizeof(e->host));
+		host[sizeof(e->host)] = 0;
+		st = oxr_link_connect(g, host, (int)oxr_load32(e->port, OXR_ORDER_LITTLE), i,
+				      OXR_LINK_AUTH, timeout);
+		if (st)
+			return oxr_err(st, "rank %d: link to rank %d at %s: %s", g->rank, i, host,
+				       oxr_errmsg());
+	}
+	for (i = g->rank + 1; i < n; i++) {
+		/* any higher rank not linked yet; a refused stranger does not count */
+		st = oxr_link_accept(g, port, -1, OXR_LINK_AUTH, timeout);
+		if (st == OXR_ERR_AUTH)
+			i--;
+		else if (st)
+			return oxr_err(st, "rank %d: waiting for %d more ranks to connect: %s", g->rank,
+				       n - i, oxr_errmsg());
+	}
+	return OXR_OK;
+}
+
+oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
+{
+	const char *host = getenv("OXR_HOST");
+	uint8_t token[OXR_TOKEN_BYTES];
+	struct endpoint me, *all;
+	oxr_group *g;
+	int port;
+	oxr_status_t st;
+
+	memset(&me, 0, sizeof(me));
+	if (!host || !*host)
+		host = "127.0.0.1";
+	if (strlen(host) >= sizeof(me.host))
+		return oxr_err(OXR_ERR_INVAL, "OXR_HOST=%s: longer than %zu characters", host,
+			       sizeof(me.host) - 1);
+	if ((st = oxr_group_create(c, oxr_boot_size(b), oxr_boot_rank(b), &g)))
+		return st;
+	oxr_boot_token(b, token);
+	oxr_group_set_token(g, token, sizeof(token));
+	all = calloc((size_t)g->size, sizeof(*all));
+	st = all ? oxr_link_listen(g, 0, &port) : oxr_err(OXR_ERR_NOMEM, "group: out of memory");
+	if (st == OXR_OK) {
+		memcpy(me.host, host, strlen(host));
+		oxr_store32(me.port, (uint32_t)port, OXR_ORDER_LITTLE);
+		st = oxr_boot_allgather(b, &me, sizeof(me), all);
+	}
+	if (st == OXR_OK)
+		st = wire(g, all, port);
+	free(all);
+	if (st) {
+		oxr_group_destroy(g);
+		return st;
+	}
+	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s)", g->rank, g->size,
+		c->transport, oxr_boot_name(b));
+	*out = g;
+	return OXR_OK;
+}

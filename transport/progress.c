@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress engine of a group: one epoll set over its links.  A round
+ * reads what arrived (each link feeds an incremental decoder, and finished
+ * messages queue on the link in order), writes what waits in the links'
+ * send queues (writev from gather lists, partial writes resumed), and
+ * completes requests.
+ *
+ * Blocking waits spin on non-blocking rounds for OXR_SPIN_US, then sleep in
+ * epoll_wait: spinning keeps a ping-pong off the ~55 us wake-up path, and
+ * sleeping lets a group oversubscribed on few cores make progress.
+ *
+ * Flow control: a link stops reading once OXR_RECV_QUEUE_BYTES of received
+ * messages wait to be taken, so TCP pushes back on a fast sender instead of
+ * memory growing; sends are bounded by the caller (blocking sends finish
+ * writing before they return, non-blocking ones by their requests).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oxr_internal.h"
+#include "cmo_encode.h"
+#include "transport_impl.h"
+
+#define RBUF 65536
+#define BIG_PAYLOAD 16384 /* payloads at least this long are written from the object */
+
+static void complete_send(struct sendop *op, oxr_status_t st)
+{
+	op->st = st;
+	op->done = 1;
+	if (op->req) {
+		op->req->st = st;
+		op->req->done = 1;
+		op->req->op = NULL;
+	}
+	/* a blocking send owns its op and frees it after its wait */
+	if (op->req || op->orphan) {
+		free(op->mem);
+		free(op);
+	}
+}
+
+void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
+{
+	struct sendop *op, *next;
+	va_list ap;
+
+	if (l->state == LINK_FAILED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
+	va_end(ap);
+	l->err = st;
+	l->state = LINK_FAILED;
+	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : OXR_LOG_WARN, "rank %d: %s", g->rank,
+		l->errmsg);
+	if (l->fd >= 0) {
+		epoll_ctl(g->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+		close(l->fd);
+		l->fd = -1;
+	}
+	for (op = l->sq_head; op; op = next) {
+		next = op->next;
+		complete_send(op, st);
+	}
+	l->sq_head = l->sq_tail = NULL;
+}
+
+oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
+			     const char *addr)
+{
+	struct link *l = &g->links[peer];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
+	oxr_status_t st;
+
+	if (l->state == LINK_OPEN) {
+		close(fd);
+		return oxr_err(OXR_ERR_INVAL, "a link to rank %d is already open", peer);
+	}
+	oxr_link_close(g, l);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	l->rbuf = malloc(RBUF);
+	st = l->rbuf ? oxr_arena_create(&l->arena) : OXR_ERR_NOMEM;
+	if (st == OXR_OK)
+		st = oxr_decoder_create(&l->dec, OXR_DECODE_OX, order, &g->ctx->limits, l->arena);
+	if (st == OXR_OK && epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev))
+		st = oxr_err(OXR_ERR_IO, "epoll_ctl: %s", strerror(errno));
+	if (st) {
+		close(fd);
+		oxr_link_close(g, l);
+		return st;
+	}
+	l->fd = fd;
+	l->peer = peer;
+	l->mode = mode;
+	l->order = order;
+	l->events = EPOLLIN;
+	l->state = LINK_OPEN;
+	snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s) open", g->rank,
+		peer, addr, order ? "little" : "network", mode == OXR_LINK_AUTH ? "auth" : "openxm");
+	return OXR_OK;
+}
+
+/* Frees everything of a link; it goes back to LINK_NONE. */
+void oxr_link_close(oxr_group *g, struct link *l)
+{
+	struct recvq *q, *qn;
+
+	if (l->state != LINK_NONE)
+		oxr_link_fail(g, l, OXR_ERR_CLOSED, "link to rank %d closed", l->peer);
+	for (q = l->rq_head; q; q = qn) {
+		qn = q->next;
+		oxr_rmsg_free(q->m);
+		free(q);
+	}
+	oxr_decoder_destroy(l->dec);
+	oxr_arena_destroy(l->arena);
+	free(l->rbuf);
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+}
+
+void oxr_link_update_events(oxr_group *g, struct link *l)
+{
+	struct epoll_event ev = { .data.u32 = (uint32_t)l->peer };
+
+	if (l->state != LINK_OPEN)
+		return;
+	ev.events = (l->rq_bytes < g->ctx->recv_queue_bytes ? EPOLLIN : 0) |
+		    (l->sq_head ? EPOLLOUT : 0);
+	if (ev.events != l->events) {
+		epoll_ctl(g->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+		l->events = ev.events;
+	}
+}
+
+/* A finished message goes to the link's queue; the decoder gets a new arena. */
+static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
+{
+	struct recvq *q = malloc(sizeof(*q));
+	oxr_rmsg *m = malloc(sizeof(*m));
+	oxr_arena *next = NULL;
+
+	if (!q || !m || oxr_arena_create(&next)) {
+		free(q);
+		free(m);
+		return OXR_ERR_NOMEM;
+	}
+	m->msg = *oxr_decoder_msg(l->dec);
+	m->peer = l->peer;
+	m->arena = l->arena;
+	q->m = m;
+	/* what the message really holds, so the queue bound is a memory bound */
+	q->bytes = oxr_arena_bytes(l->arena) + sizeof(*m) + sizeof(*q);
+	q->next = NULL;
+	if (l->rq_tail)
+		l->rq_tail->next = q;
+	else
+		l->rq_head = q;
+	l->rq_tail = q;
+	l->rq_bytes += q->bytes;
+	l->arena = next;
+	oxr_decoder_set_arena(l->dec, next);
+	(void)g;
+	return OXR_OK;
+}
+
+static void do_read(oxr_group *g, struct link *l)
+{
+	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
+		size_t used;
+		oxr_status_t st;
+
+		if (l->roff == l->rlen) {
+			ssize_t k = recv(l->fd, l->rbuf, RBUF, 0);
+			if (k < 0 && (errno == EAGAIN || errno == EINTR))
+				break;
+			if (k <= 0) {
+				uint64_t at = oxr_decoder_offset(l->dec);
+				if (k == 0 && at == 0)
+					oxr_link_fail(g, l, OXR_ERR_PEER,
+						      "link to rank %d (%s) closed by the peer", l->peer,
+						      l->addr);
+				else
+					oxr_link_fail(g, l, OXR_ERR_PEER,
+						      "link to rank %d (%s) broke%s%s (after %llu bytes of "
+						      "a message)", l->peer, l->addr, k ? ": " : "",
+						      k ? strerror(errno) : " in the middle of a message",
+						      (unsigned long long)at);
+				break;
+			}
+			l->rlen = (size_t)k;
+			l->roff = 0;
+		}
+		st = oxr_decoder_feed(l->dec, l->rbuf + l->roff, l->rlen - l->roff, 0, &used);
+		l->roff += used;
+		if (st == OXR_OK)
+			st = enqueue_msg(g, l);
+		if (st < 0) {
+			oxr_link_fail(g, l, st, "bad data from rank %d (%s): %s", l->peer, l->addr,
+				      st == OXR_ERR_NOMEM ? "out of memory" : oxr_decoder_error(l->dec));
+			break;
+		}
+	}
+	oxr_link_update_events(g, l);
+}
+
+static void do_write(oxr_group *g, struct link *l)
+{
+	while (l->state == LINK_OPEN && l->sq_head) {
+		struct sendop *op = l->sq_head;
+		struct msghdr mh = { .msg_iov = op->iov + op->cur, .msg_iovlen = (size_t)(op->niov - op->cur) };
+		ssize_t k;
+
+		if (mh.msg_iovlen > 64)
+			mh.msg_iovlen = 64;
+		k = sendmsg(l->fd, &mh, MSG_NOSIGNAL);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (k < 0) {
+			oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
+				      l->addr, strerror(errno));
+			return;
+		}
+		op->left -= (size_t)k;
+		while (k > 0) { /* resume inside a partly written iovec next time */
+			struct iovec *v = &op->iov[op->cur];
+			size_t t = (size_t)k < v->iov_len ? (size_t)k : v->iov_len;
+			v->iov_base = (uint8_t *)v->iov_base + t;
+			v->iov_len -= t;
+			k -= (ssize_t)t;
+			if (v->iov_len == 0)
+				op->cur++;
+		}
+		if (op->left == 0) {
+			l->sq_head = op->next;
+			if (!l->sq_head)
+				l->sq_tail = NULL;
+			complete_send(op, OXR_OK);
+		}
+	}
+	oxr_link_update_events(g, l);
+}
+
+oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
+{
+	struct epoll_event ev[32];
+	int n, i;
+
+	n = epoll_wait(g->epfd, ev, 32, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? OXR_OK : oxr_err(OXR_ERR_IO, "epoll_wait: %s", strerror(errno));
+	for (i = 0; i < n; i++) {
+		struct link *l = &g->links[ev[i].data.u32];
+		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			do_read(g, l);
+		if (ev[i].events & EPOLLOUT)
+			do_write(g, l);
+	}
+	return OXR_OK;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms)
+{
+	int64_t start = now_us(), spin_end = start + g->ctx->spin_us;
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000;
+	oxr_status_t st;
+
+	while (!done(arg)) {
+		int64_t t = now_us();
+		int wait_ms = 0;
+		if (t >= deadline)
+			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
+				       timeout_ms);
+		if (t >= spin_end) {
+			int64_t left = deadline - t;
+			wait_ms = left > 100000000 ? 100000 : (int)((left + 999) / 1000);
+		}
+		st = oxr_progress_once(g, wait_ms);
+		if (st)
+			return st;
+	}
+	return OXR_OK;
+}
+
+oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
+			    struct sendop **out)
+{
+	struct link *l;
+	struct sendop *op;
+	oxr_ox_msg framed;
+	oxr_status_t st;
+
+	if (peer < 0 || peer >= g->size || peer == g->rank)
+		return oxr_err(OXR_ERR_INVAL, "send: rank %d is not a peer of rank %d (group of %d)",
+			       peer, g->rank, g->size);
+	l = &g->links[peer];
+	if (l->state == LINK_FAILED) {
+		oxr_err_keep(l->errmsg);
+		return l->err;
+	}
+	if (l->state != LINK_OPEN)
+		return oxr_err(OXR_ERR_INVAL, "send: no link from rank %d to rank %d is open",
+			       g->rank, peer);
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return oxr_err(OXR_ERR_NOMEM, "send: out of memory");
+	framed = *m;
+	framed.serial = g->serial++;
+	st = oxr_ox_encode_iov(&framed, l->order, BIG_PAYLOAD, &op->mem, &op->iov, &op->niov,
+			       &op->left);
+	if (st) {
+		free(op);
+		return st;
+	}
+	op->req = req;
+	if (req)
+		req->op = op;
+	if (l->sq_tail)
+		l->sq_tail->next = op;
+	else
+		l->sq_head = op;
+	l->sq_tail = op;
+	do_write(g, l); /* most messages leave right here, without an epoll round */
+	*out = op;
+	return OXR_OK;
+}

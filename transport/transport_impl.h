@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* The insides of contexts, groups and links, shared by transport/ files. */
+#ifndef OXR_TRANSPORT_IMPL_H
+#define OXR_TRANSPORT_IMPL_H
+
+#include <stdarg.h>
+#include <sys/uio.h>
+
+#include "oxr/transport.h"
+
+enum oxr_log_level { OXR_LOG_ERROR, OXR_LOG_WARN, OXR_LOG_INFO, OXR_LOG_DEBUG };
+
+struct oxr_ctx {
+	int log_level;
+	int spin_us;
+	int link_timeout_ms;
+	size_t recv_queue_bytes;
+	int order;               /* what we ask for on our links */
+	oxr_cmo_limits limits;
+	const char *transport;   /* "tcp" */
+};
+
+void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A message waiting to be written: a gather list over `mem` and the CMO. */
+struct sendop {
+	struct sendop *next;
+	void *mem;
+	struct iovec *iov;
+	int niov, cur;  /* cur: first iovec not fully written */
+	size_t left;    /* bytes still to write */
+	oxr_req *req;   /* completed when written; NULL for oxr_send */
+	oxr_status_t st;
+	int done;
+	int orphan;     /* its request was freed first: free it when written */
+};
+
+struct recvq {
+	struct recvq *next;
+	oxr_rmsg *m;
+	size_t bytes;
+};
+
+enum link_state { LINK_NONE, LINK_OPEN, LINK_FAILED };
+
+struct link {
+	int fd, state, mode, order, peer;
+	char addr[64];          /* the peer's address, for messages */
+	oxr_status_t err;
+	char errmsg[256];
+	/* receiving */
+	oxr_decoder *dec;
+	oxr_arena *arena;       /* of the message being decoded */
+	uint8_t *rbuf;
+	size_t rlen, roff;
+	struct recvq *rq_head, *rq_tail;
+	size_t rq_bytes;
+	/* sending */
+	struct sendop *sq_head, *sq_tail;
+	uint32_t events;        /* what epoll watches for now */
+};
+
+struct listener {
+	int fd, port;
+};
+
+struct oxr_group {
+	oxr_ctx *ctx;
+	int size, rank;
+	uint32_t epoch;
+	int32_t serial;
+	int have_token;
+	uint8_t token[32];
+	int epfd;
+	struct link *links;     /* [size] */
+	struct listener *lis;
+	int nlis;
+};
+
+struct oxr_req {
+	oxr_group *g;
+	int peer, is_send, done;
+	oxr_status_t st;
+	struct sendop *op;
+	oxr_rmsg *m;
+};
+
+/* tcp_link.c: sockets and the handshake (blocking, with timeouts). */
+oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound);
+oxr_status_t oxr_tcp_accept(int lfd, int timeout_ms, int *fd, char *addr, size_t alen);
+oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd);
+/* Runs the byte-order exchange and, for OXR_LINK_AUTH, the token proof.
+ * Acceptor: *peer is in/out (in: the rank it expects, -1 any higher than
+ * mine not yet linked; out: the rank proved).  Fails with the reason. */
+oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
+				const char *addr, int timeout_ms, int *order);
+
+/* progress.c */
+oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
+			     const char *addr);
+void oxr_link_close(oxr_group *g, struct link *l);
+/* Fails the link: records the error, completes its requests with it. */
+void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void oxr_link_update_events(oxr_group *g, struct link *l);
+/* One round: waits up to timeout_ms for events (0: just polls). */
+oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
+/* Progress until done(arg) is true, the timeout passes or the link fails;
+ * spins OXR_SPIN_US before sleeping. */
+oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms);
+oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
+			    struct sendop **out);
+#endif
