@@ -493,6 +493,8 @@ static oxr_status_t step_ox(struct oxr_decoder *d)
 		case OXR_OX_COMMAND:
 		case OXR_OX_DATA:
 		case OXR_OX_SYNC_BALL:
+		case OXR_OX_PRIVATE_WIN:
+		case OXR_OX_PRIVATE_PUT:
 			break;
 		case OXR_OX_LOCAL_OBJECT_ASIR:
 			return fail(d, OXR_ERR_UNSUPPORTED, at,
@@ -657,7 +659,7 @@ oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 	if (!d->done)
 		return OXR_AGAIN;
 	if (d->what == OXR_DECODE_OX)
-		d->msg.cmo = d->msg.tag == OXR_OX_DATA ? d->result : NULL;
+		d->msg.cmo = oxr_ox_has_cmo(d->msg.tag) ? d->result : NULL;
 	return OXR_OK;
 }
 

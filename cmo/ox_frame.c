@@ -66,7 +66,7 @@ static oxr_status_t put_msg(struct oxr_sink *s, const oxr_ox_msg *m, int has_ser
 {
 	oxr_status_t st;
 
-	if (m->tag != OXR_OX_COMMAND && m->tag != OXR_OX_DATA && m->tag != OXR_OX_SYNC_BALL)
+	if (m->tag != OXR_OX_COMMAND && m->tag != OXR_OX_SYNC_BALL && !oxr_ox_has_cmo(m->tag))
 		return oxr_err(OXR_ERR_INVAL, "encode: OX tag %d is not COMMAND, DATA or SYNC_BALL",
 			       m->tag);
 	st = oxr_sink_put32(s, (uint32_t)m->tag);
@@ -76,7 +76,7 @@ static oxr_status_t put_msg(struct oxr_sink *s, const oxr_ox_msg *m, int has_ser
 		return st;
 	if (m->tag == OXR_OX_COMMAND)
 		return oxr_sink_put32(s, (uint32_t)m->sm);
-	if (m->tag == OXR_OX_DATA)
+	if (oxr_ox_has_cmo(m->tag))
 		return oxr_sink_put_cmo(s, m->cmo, 1, 0);
 	return OXR_OK;
 }

@@ -387,3 +387,156 @@ Test(link, context_rejects_bad_environment)
 	cr_assert_str_eq(oxr_ctx_transport(c), "tcp");
 	oxr_ctx_destroy(c);
 }
+
+struct win_arg {
+	oxr_group *g;
+	void *base;
+	size_t len;
+	oxr_win *w;
+	oxr_status_t st;
+};
+
+static void *make_win(void *arg)
+{
+	struct win_arg *x = arg;
+
+	x->st = oxr_win_create(x->g, 7, x->base, x->len, 5000, &x->w);
+	return NULL;
+}
+
+/* Both ranks create window 7 (a: 4 KiB, b: 1 MiB). */
+static void windows(struct pair *p, struct win_arg *wa, struct win_arg *wb)
+{
+	pthread_t t;
+
+	*wa = (struct win_arg){ .g = p->a, .base = calloc(1, 4096), .len = 4096 };
+	*wb = (struct win_arg){ .g = p->b, .base = calloc(1, 1u << 20), .len = 1u << 20 };
+	pthread_create(&t, NULL, make_win, wa);
+	make_win(wb);
+	pthread_join(t, NULL);
+	cr_assert_eq(wa->st, OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
+}
+
+struct put_arg {
+	oxr_group *g;
+	uint8_t *big;
+	oxr_status_t st;
+};
+
+static void *big_put(void *arg)
+{
+	struct put_arg *x = arg;
+
+	x->st = oxr_put(x->g, 1, 7, 0, x->big, 1u << 20, 99);
+	return NULL;
+}
+
+Test(link, puts_land_in_order_with_notifications)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	oxr_win_note n;
+	uint8_t *big = malloc(1u << 20);
+	oxr_rmsg *m;
+	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
+	size_t i;
+
+	make_pair(&p, 2, "little", "network");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	windows(&p, &wa, &wb);
+	cr_assert_eq(oxr_put(p.b, 0, 7, 100, "hello", 5, 11), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put(p.b, 0, 7, 4091, "world", 5, 12), OXR_OK);
+	cr_assert_eq(oxr_send(p.b, 0, &msg), OXR_OK);
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
+	cr_assert_eq(n.peer, 1);
+	cr_assert_eq(n.value, 11);
+	cr_assert_eq(n.offset, 100);
+	cr_assert_eq(n.len, 5);
+	cr_assert(!memcmp((char *)wa.base + 100, "hello", 5));
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
+	cr_assert_eq(n.value, 12);
+	cr_assert(!memcmp((char *)wa.base + 4091, "world", 5));
+	/* the message sent after the puts arrives after them */
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK);
+	cr_assert_eq(m->msg.tag, OXR_OX_SYNC_BALL);
+	oxr_rmsg_free(m);
+	cr_assert_eq(oxr_win_landed(wa.w), 2);
+
+	/* a big put the other way, written by reference */
+	for (i = 0; i < (1u << 20); i++)
+		big[i] = (uint8_t)(i * 7);
+	{
+		struct put_arg x = { p.a, big, OXR_OK };
+		pthread_t t;
+		/* 1 MiB does not fit the socket buffers: the target must read meanwhile */
+		pthread_create(&t, NULL, big_put, &x);
+		cr_assert_eq(oxr_win_wait(wb.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+		pthread_join(t, NULL);
+		cr_assert_eq(x.st, OXR_OK);
+	}
+	cr_assert_eq(n.len, 1u << 20);
+	cr_assert_eq(n.value, 99);
+	cr_assert(!memcmp(wb.base, big, 1u << 20));
+
+	/* the origin checks bounds before anything leaves */
+	cr_assert_eq(oxr_put(p.b, 0, 7, 4092, "world", 5, 0), OXR_ERR_INVAL);
+	cr_assert(strstr(oxr_errmsg(), "do not fit window 7"), "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put(p.b, 0, 8, 0, "x", 1, 0), OXR_ERR_INVAL, "no window 8");
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(wa.base);
+	free(wb.base);
+	free(big);
+	free_pair(&p);
+}
+
+/* Frames a peer builds itself, past the origin's checks: the target refuses. */
+static void forge_put(oxr_group *g, uint32_t id, uint32_t epoch, uint64_t off, size_t len)
+{
+	oxr_arena *a;
+	oxr_cmo *l;
+	static char junk[8192];
+	int i;
+	uint32_t v[5] = { id, epoch, (uint32_t)(off >> 32), (uint32_t)off, 5 };
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_PUT };
+
+	cr_assert_eq(oxr_arena_create(&a), OXR_OK);
+	l = oxr_cmo_new_list(a, 6);
+	for (i = 0; i < 5; i++)
+		l->kids[i] = oxr_cmo_new_int32(a, (int32_t)v[i]);
+	l->kids[5] = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, junk, len);
+	m.cmo = l;
+	cr_assert_eq(oxr_send(g, 0, &m), OXR_OK);
+	oxr_arena_destroy(a);
+}
+
+Test(link, forged_puts_never_land)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	oxr_win_note n;
+	oxr_rmsg *m;
+	oxr_ox_msg sync = { .tag = OXR_OX_SYNC_BALL };
+	uint8_t zero[4096] = { 0 };
+
+	make_pair(&p, 2, "little", "little");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	windows(&p, &wa, &wb);
+	forge_put(p.b, 7, 0, 4000, 200);            /* past the end */
+	forge_put(p.b, 7, 0, 1ull << 40, 1);        /* far past the end */
+	forge_put(p.b, 7, 1, 0, 10);                /* an epoch that is not the group's */
+	forge_put(p.b, 9, 0, 0, 10);                /* no such window */
+	cr_assert_eq(oxr_send(p.b, 0, &sync), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "the link survives forged frames");
+	oxr_rmsg_free(m);
+	cr_assert_eq(oxr_group_puts_refused(p.a), 4);
+	cr_assert_eq(oxr_win_landed(wa.w), 0);
+	cr_assert(!memcmp(wa.base, zero, 4096), "not a byte landed");
+	cr_assert_eq(oxr_win_wait(wa.w, 50, &n), OXR_ERR_TIMEOUT);
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(wa.base);
+	free(wb.base);
+	free_pair(&p);
+}

@@ -201,13 +201,18 @@ static oxr_status_t share_token(oxr_boot *b)
 {
 	struct boot_pmix *p = b->impl;
 	oxr_status_t status;
-	ssize_t got;
+	size_t got = 0;
 
 	if (b->rank == 0) {
-		got = getrandom(b->token, OXR_TOKEN_BYTES, 0);
-		if (got != OXR_TOKEN_BYTES)
-			return oxr_err(OXR_ERR_IO, "getrandom for the group token: %s",
-				       got < 0 ? strerror(errno) : "short read");
+		while (got < OXR_TOKEN_BYTES) {
+			ssize_t n = getrandom(b->token + got, OXR_TOKEN_BYTES - got, 0);
+
+			if (n < 0 && errno != EINTR)
+				return oxr_err(OXR_ERR_IO, "getrandom for the group token: %s",
+					       strerror(errno));
+			if (n > 0)
+				got += (size_t)n;
+		}
 		status = put_bytes(TOKEN_KEY, b->token, OXR_TOKEN_BYTES);
 		if (status)
 			return status;

@@ -22,10 +22,12 @@ oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out
 		return oxr_err(OXR_ERR_NOMEM, "group: out of memory for %d ranks", nserver);
 	}
 	g->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (g->epfd < 0) {
+	if (g->epfd < 0 || oxr_arena_create(&g->scratch)) {
+		if (g->epfd >= 0)
+			close(g->epfd);
 		free(g->links);
 		free(g);
-		return oxr_err(OXR_ERR_IO, "group: epoll_create1 failed");
+		return oxr_err(OXR_ERR_IO, "group: epoll_create1 or arena failed");
 	}
 	for (i = 0; i < nserver; i++)
 		g->links[i].fd = -1;
@@ -47,6 +49,8 @@ void oxr_group_destroy(oxr_group *g)
 	for (i = 0; i < g->nlis; i++)
 		close(g->lis[i].fd);
 	free(g->lis);
+	oxr_windows_free(g);
+	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
 	free(g->links);
 	free(g);

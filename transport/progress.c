@@ -203,6 +203,17 @@ static void do_read(oxr_group *g, struct link *l)
 		}
 		st = oxr_decoder_feed(l->dec, l->rbuf + l->roff, l->rlen - l->roff, 0, &used);
 		l->roff += used;
+		if (st == OXR_OK && oxr_ox_has_cmo(oxr_decoder_msg(l->dec)->tag) &&
+		    oxr_decoder_msg(l->dec)->tag != OXR_OX_DATA) {
+			/* the library's own frames are handled here, never queued */
+			st = oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
+			oxr_arena_reset(l->arena);
+			if (st < 0) {
+				oxr_link_fail(g, l, st, "%s", oxr_errmsg());
+				break;
+			}
+			continue;
+		}
 		if (st == OXR_OK)
 			st = enqueue_msg(g, l);
 		if (st < 0) {

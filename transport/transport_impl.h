@@ -76,6 +76,10 @@ struct oxr_group {
 	struct link *links;     /* [size] */
 	struct listener *lis;
 	int nlis;
+	oxr_arena *scratch;     /* frames built by the library itself */
+	oxr_win *wins;          /* this rank's windows */
+	struct rwin *rwins;     /* peers' window descriptors */
+	uint64_t puts_refused;
 };
 
 struct oxr_req {
@@ -109,6 +113,10 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the link fails;
  * spins OXR_SPIN_US before sleeping. */
 oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms);
+/* window.c: a private window frame (descriptor or put) from link l. */
+oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+void oxr_windows_free(oxr_group *g);
+
 oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
 			    struct sendop **out);
 #endif

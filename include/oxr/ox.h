@@ -23,7 +23,17 @@ enum oxr_ox_tag {
 	OXR_OX_NOTIFY = 516,
 	OXR_OX_DATA_WITH_SIZE = 521,
 	OXR_OX_LOCAL_OBJECT_ASIR = 0x7fcdef30,
+	/* oxr's own, in the OX_PRIVATE range, only on OXR_LINK_AUTH links; the
+	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put. */
+	OXR_OX_PRIVATE_WIN = 0x7fff0101,
+	OXR_OX_PRIVATE_PUT = 0x7fff0102,
 };
+
+/* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
+static inline int oxr_ox_has_cmo(int32_t tag)
+{
+	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT;
+}
 
 enum oxr_sm {
 	OXR_SM_popSerializedLocalObject = 258,

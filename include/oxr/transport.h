@@ -123,6 +123,42 @@ oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms);
 oxr_rmsg *oxr_req_take(oxr_req *r);
 void oxr_req_free(oxr_req *r);
 
+/* ---- one-sided windows --------------------------------------------- */
+
+/*
+ * A window is memory of this rank that its peers may write into with
+ * oxr_put.  Creating one is collective over the ranks this one has links
+ * to: each hands its descriptor (id, epoch, length; on verbs also address
+ * and rkey) to every peer and waits for theirs, so a put is checked against
+ * the target's bounds before it leaves.  The target checks every put again
+ * (id, epoch, bounds, and that it came over an authenticated link) before a
+ * byte lands; anything else is dropped and logged.  On TCP a put travels as
+ * a private OX frame on the link, in order with the messages.
+ */
+typedef struct oxr_win oxr_win;
+
+typedef struct oxr_win_note {
+	int peer;        /* who wrote */
+	uint32_t value;  /* the notify value it passed */
+	uint64_t offset; /* where, and how much */
+	size_t len;
+} oxr_win_note;
+
+oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
+			    oxr_win **out);
+void oxr_win_destroy(oxr_win *w);
+/* Writes src[0..len) to peer's window id at offset.  Returns when the bytes
+ * have left this process (local completion); the target sees them land, in
+ * order with every other put and message from this rank, through
+ * oxr_win_wait.  src need not outlive the call. */
+oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+		     size_t len, uint32_t notify);
+/* The next landed put's note (remote completion at the target). */
+oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
+/* Puts landed so far, and puts refused (bad bounds, stale epoch, unknown id). */
+uint64_t oxr_win_landed(const oxr_win *w);
+uint64_t oxr_group_puts_refused(const oxr_group *g);
+
 /* Moves every link forward without blocking (reads, writes, completions). */
 oxr_status_t oxr_group_progress(oxr_group *g);
 

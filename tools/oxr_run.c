@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oxr-run -n N [--timeout SECONDS] [--] PROGRAM ARGS...
+ *
+ * Starts N copies of PROGRAM on this machine as ranks 0..N-1 and is their
+ * rendezvous for the oxr-run bootstrap (environment and protocol: the top
+ * of transport/boot_run.c).  One thread, one poll loop: it serves every
+ * rank's connection, reaps the ranks, and stops the whole run as soon as
+ * one of them fails, so that no other rank waits for it forever.
+ */
+#define _GNU_SOURCE /* accept4, pipe2, POLLRDHUP */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oxr/boot.h"
+#include "oxr_internal.h"
+
+/* As in transport/boot_run.c. */
+#define RUN_VERSION 1
+#define RUN_HELLO_BYTES 44
+#define RUN_HDR_BYTES 16
+#define RUN_OP_ALLGATHER 1
+#define RUN_MAX_BLOB (64ull << 20)
+#define RUN_MAX_ROUND (1ull << 30)
+#define RUN_MAX_MSG 1024
+#define RUN_MAX_SIZE 4096
+
+#define KILL_GRACE_MS 2000
+
+static const char usage_text[] =
+	"usage: oxr-run -n N [--timeout SECONDS] [--] PROGRAM [ARGS...]\n"
+	"\n"
+	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 4096),\n"
+	"and serves their oxr bootstrap: oxr_boot_open() in each copy joins the group.\n"
+	"If one rank fails (exits non-zero or is killed), oxr-run stops the others.\n"
+	"\n"
+	"  -n N               how many ranks\n"
+	"  --timeout SECONDS  stop everything after this long (default: no limit)\n"
+	"\n"
+	"Exit status: 0 every rank exited 0; 1 a rank or the rendezvous failed;\n"
+	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"
+	"out; 127 PROGRAM could not be started; 2 usage error.\n";
+
+/* A connection's place in the protocol. */
+enum { C_HELLO, C_HDR, C_BODY, C_READY, C_REPLY };
+
+struct conn {
+	int fd, rank, state;     /* rank -1 until the hello passed */
+	int discard;             /* its length is not the round's: the body is dropped */
+	uint8_t in[RUN_HELLO_BYTES];
+	size_t got;              /* bytes of in[], or of the body */
+	uint64_t len, sent;      /* of its request; of its reply so far */
+	char peer[32];
+};
+
+struct oxrun {
+	int n, lfd, sfd;
+	uint8_t token[OXR_TOKEN_BYTES];
+	pid_t *pids;             /* by rank; 0 once reaped */
+	int running;
+	struct conn **conns;     /* every open connection, hello or not */
+	int nconns, cap;
+	struct conn **by_rank;
+	uint8_t *gone;           /* by rank: its connection or its process ended */
+	int ngone;
+	/* the round: request seq, its length a rank, the blobs in rank order */
+	uint32_t seq;
+	uint64_t len;
+	int started, ready, left, scatter;
+	uint8_t *buf, rhdr[RUN_HDR_BYTES];
+	int broken;              /* the rendezvous failed: all closed */
+	int stopping, code;      /* the ranks are being stopped, and the exit status */
+	int64_t kill_at, deadline;
+	long timeout_s;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- the rendezvous ---- */
+
+static void put_hdr(uint8_t *h, uint32_t status, uint32_t seq, uint64_t len)
+{
+	oxr_store32(h, status, 1);
+	oxr_store32(h + 4, seq, 1);
+	oxr_store64(h + 8, len, 1);
+}
+
+/*
+ * A short reply at once, for a connection that owes nothing half-sent: its
+ * socket buffer is empty, so the reply goes out whole or the link is dead.
+ */
+static int send_now(int fd, uint32_t status, uint32_t seq, const char *msg)
+{
+	size_t n = msg ? strnlen(msg, RUN_MAX_MSG) : 0;
+	uint8_t h[RUN_HDR_BYTES];
+	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)msg, n } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	put_hdr(h, status, seq, n);
+	return sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)(sizeof(h) + n) ? 0 : -1;
+}
+
+static void mark_gone(struct oxrun *o, int rank)
+{
+	if (!o->gone[rank]) {
+		o->gone[rank] = 1;
+		o->ngone++;
+	}
+}
+
+static void end_reply(struct oxrun *o)
+{
+	if (--o->left)
+		return;
+	free(o->buf);
+	o->buf = NULL;
+	o->scatter = o->started = o->ready = 0;
+	o->seq++;
+}
+
+/* Closes c; the main loop frees it.  A rank that goes cannot come back. */
+static void drop(struct oxrun *o, struct conn *c)
+{
+	if (c->fd < 0)
+		return;
+	close(c->fd);
+	c->fd = -1;
+	if (c->rank < 0)
+		return;
+	o->by_rank[c->rank] = NULL;
+	mark_gone(o, c->rank);
+	if (c->state == C_REPLY)
+		end_reply(o);
+}
+
+/*
+ * The rendezvous is over: every rank that waits gets why, and every
+ * connection closes, so no rank blocks on it any more.
+ */
+static void fail(struct oxrun *o, const char *why)
+{
+	int i;
+
+	if (o->broken)
+		return;
+	o->broken = 1;
+	for (i = 0; i < o->nconns; i++) {
+		struct conn *c = o->conns[i];
+
+		if (c->fd >= 0 && c->rank >= 0 && !(c->state == C_REPLY && c->sent))
+			send_now(c->fd, 1, o->seq, why);
+		drop(o, c);
+	}
+	if (o->lfd >= 0)
+		close(o->lfd);
+	o->lfd = -1;
+	free(o->buf);
+	o->buf = NULL;
+}
+
+static void rv_error(struct oxrun *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rv_error(struct oxrun *o, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "oxr-run: %s\n", msg);
+	fail(o, msg);
+}
+
+/* Names a rank whose length differs from what most ranks gave (a majority
+ * vote), and one rank that gave the common length. */
+static void len_mismatch(struct oxrun *o)
+{
+	uint64_t common = 0;
+	int votes = 0, odd = 0, same = 0, r;
+
+	for (r = 0; r < o->n; r++) {
+		if (!votes)
+			common = o->by_rank[r]->len;
+		votes += o->by_rank[r]->len == common ? 1 : -1;
+	}
+	while (o->by_rank[odd]->len == common)
+		odd++;
+	while (o->by_rank[same]->len != common)
+		same++;
+	rv_error(o, "request %u: rank %d gave a length of %llu bytes, rank %d gave %llu; the "
+		 "length must be the same on every rank", o->seq, odd,
+		 (unsigned long long)o->by_rank[odd]->len, same, (unsigned long long)common);
+}
+
+/* After any change: fails a round that lost a rank, answers a complete one. */
+static void progress(struct oxrun *o)
+{
+	int r;
+
+	if (o->broken || o->scatter || !o->started)
+		return;
+	for (r = 0; o->ngone && r < o->n; r++) {
+		if (o->gone[r]) {
+			rv_error(o, "rank %d left before request %u was complete (it exited or "
+				 "closed its bootstrap)", r, o->seq);
+			return;
+		}
+	}
+	if (o->ready < o->n)
+		return;
+	for (r = 0; r < o->n; r++) {
+		if (o->by_rank[r]->discard) {
+			len_mismatch(o);
+			return;
+		}
+	}
+	put_hdr(o->rhdr, 0, o->seq, (uint64_t)o->n * o->len);
+	o->scatter = 1;
+	o->left = o->n;
+	for (r = 0; r < o->n; r++) {
+		o->by_rank[r]->state = C_REPLY;
+		o->by_rank[r]->sent = 0;
+	}
+}
+
+static int token_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint8_t d = 0;
+	int i;
+
+	for (i = 0; i < OXR_TOKEN_BYTES; i++)
+		d |= a[i] ^ b[i];
+	return !d;
+}
+
+static void on_hello(struct oxrun *o, struct conn *c)
+{
+	uint32_t version = oxr_load32(c->in + 4, 1), rank = oxr_load32(c->in + 8, 1);
+	char why[96] = "";
+
+	/* The token before the rank, so a stranger learns nothing about the group. */
+	if (memcmp(c->in, "OXRB", 4))
+		snprintf(why, sizeof(why), "not an oxr bootstrap (bad magic)");
+	else if (version != RUN_VERSION)
+		snprintf(why, sizeof(why), "protocol version %u; this oxr-run speaks %d",
+			 version, RUN_VERSION);
+	else if (!token_eq(c->in + 12, o->token))
+		snprintf(why, sizeof(why), "wrong token");
+	else if (rank >= (uint32_t)o->n)
+		snprintf(why, sizeof(why), "rank %u out of range (-n %d)", rank, o->n);
+	else if (o->gone[rank] || o->by_rank[rank])
+		snprintf(why, sizeof(why), "rank %u has joined already", rank);
+	if (*why) {
+		fprintf(stderr, "oxr-run: refused a connection from %s: %s\n", c->peer, why);
+		send_now(c->fd, 1, 0, why);
+		drop(o, c);
+		return;
+	}
+	if (send_now(c->fd, 0, 0, NULL)) {
+		drop(o, c);
+		return;
+	}
+	c->rank = (int)rank;
+	c->state = C_HDR;
+	c->got = 0;
+	o->by_rank[rank] = c;
+}
+
+static void on_header(struct oxrun *o, struct conn *c)
+{
+	uint32_t op = oxr_load32(c->in, 1), seq = oxr_load32(c->in + 4, 1);
+	uint64_t len = oxr_load64(c->in + 8, 1);
+
+	if (op != RUN_OP_ALLGATHER || seq != o->seq) {
+		rv_error(o, "rank %d sent a malformed request (op %u, seq %u; expected op %d, "
+			 "seq %u)", c->rank, op, seq, RUN_OP_ALLGATHER, o->seq);
+		return;
+	}
+	if (len > RUN_MAX_BLOB || len * (uint64_t)o->n > RUN_MAX_ROUND) {
+		rv_error(o, "rank %d gave %llu bytes to request %u: over the limit of 64 MiB a "
+			 "rank and 1 GiB for all ranks", c->rank, (unsigned long long)len, seq);
+		return;
+	}
+	if (!o->started++) {
+		o->len = len;
+		o->buf = len ? malloc(len * (uint64_t)o->n) : NULL;
+		if (len && !o->buf) {
+			rv_error(o, "out of memory for request %u (%d x %llu bytes)", seq, o->n,
+				 (unsigned long long)len);
+			return;
+		}
+	}
+	c->len = len;
+	c->discard = len != o->len;
+	c->got = 0;
+	c->state = len ? C_BODY : C_READY;
+	o->ready += !len;
+}
+
+static void on_readable(struct oxrun *o, struct conn *c)
+{
+	static uint8_t scratch[65536];
+
+	while (c->fd >= 0 && !o->broken) {
+		size_t need = c->state == C_HELLO ? RUN_HELLO_BYTES : RUN_HDR_BYTES;
+		uint8_t *dst = c->in + c->got;
+		size_t want = need - c->got;
+		ssize_t k;
+
+		if (c->state == C_BODY) {
+			want = (size_t)(c->len - c->got);
+			dst = o->buf + (uint64_t)c->rank * o->len + c->got;
+			if (c->discard) {
+				dst = scratch;
+				want = want < sizeof(scratch) ? want : sizeof(scratch);
+			}
+		} else if (c->state != C_HELLO && (c->state != C_HDR || o->scatter)) {
+			return;
+		}
+		k = recv(c->fd, dst, want, MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			drop(o, c);
+			return;
+		}
+		c->got += (size_t)k;
+		if (c->state == C_BODY && c->got == c->len) {
+			c->state = C_READY;
+			o->ready++;
+		} else if (c->state == C_HELLO && c->got == need) {
+			on_hello(o, c);
+		} else if (c->state == C_HDR && c->got == need) {
+			on_header(o, c);
+		}
+	}
+}
+
+static void on_writable(struct oxrun *o, struct conn *c)
+{
+	uint64_t body = (uint64_t)o->n * o->len, total = RUN_HDR_BYTES + body;
+
+	while (c->sent < total) {
+		struct iovec iov[2] = { { o->buf, body }, { o->buf, body } };
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
+		ssize_t k;
+
+		if (c->sent < RUN_HDR_BYTES) {
+			iov[0] = (struct iovec){ o->rhdr + c->sent, RUN_HDR_BYTES - c->sent };
+			m.msg_iovlen = 2;
+		} else {
+			iov[0].iov_base = o->buf + (c->sent - RUN_HDR_BYTES);
+			iov[0].iov_len = total - c->sent;
+		}
+		k = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (k < 0 && errno != EINTR) {
+			drop(o, c);
+			return;
+		}
+		if (k > 0)
+			c->sent += (uint64_t)k;
+	}
+	c->state = C_HDR;
+	end_reply(o);
+}
+
+static void accept_all(struct oxrun *o)
+{
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		int fd = accept4(o->lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct conn *c;
+		char ip[INET_ADDRSTRLEN];
+		int one = 1;
+
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				fprintf(stderr, "oxr-run: accept: %s\n", strerror(errno));
+			return;
+		}
+		if (o->nconns == o->cap) {
+			int cap = o->cap ? 2 * o->cap : 64;
+			struct conn **p = realloc(o->conns, (size_t)cap * sizeof(*p));
+
+			if (!p) {
+				close(fd);
+				continue;
+			}
+			o->conns = p;
+			o->cap = cap;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->rank = -1;
+		c->state = C_HELLO;
+		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(sa.sin_port));
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		o->conns[o->nconns++] = c;
+	}
+}
+
+/* Frees what drop() closed. */
+static void compact(struct oxrun *o)
+{
+	int i = 0;
+
+	while (i < o->nconns) {
+		if (o->conns[i]->fd >= 0) {
+			i++;
+			continue;
+		}
+		free(o->conns[i]);
+		o->conns[i] = o->conns[--o->nconns];
+	}
+}
+
+/* What to wait for on c: nothing is read while replies go out, since the
+ * next round would need the buffer they are sent from. */
+static short conn_events(const struct oxrun *o, const struct conn *c)
+{
+	if (c->state == C_REPLY)
+		return POLLOUT;
+	if (c->state == C_HELLO || c->state == C_BODY || (c->state == C_HDR && !o->scatter))
+		return POLLIN;
+	return POLLRDHUP;
+}
+
+static void on_conn(struct oxrun *o, struct conn *c, const struct pollfd *p)
+{
+	if (c->fd < 0)
+		return;
+	if (p->revents & POLLOUT)
+		on_writable(o, c);
+	if (c->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP))) {
+		if (p->events & POLLIN)
+			on_readable(o, c);
+		else if (!(p->revents & POLLOUT))
+			drop(o, c);
+	}
+	progress(o);
+}
+
+/* ---- the ranks ---- */
+
+static void signal_all(struct oxrun *o, int sig)
+{
+	int r;
+
+	for (r = 0; r < o->n; r++)
+		if (o->pids[r] > 0)
+			kill(o->pids[r], sig);
+}
+
+/* Ends the run with code: the rendezvous fails with why, the ranks get
+ * SIGTERM, and SIGKILL if they are still there after the grace time. */
+static void stop(struct oxrun *o, int code, const char *why)
+{
+	if (o->stopping)
+		return;
+	o->stopping = 1;
+	o->code = code;
+	fail(o, why);
+	signal_all(o, SIGTERM);
+	o->kill_at = now_ms() + KILL_GRACE_MS;
+}
+
+static void reap(struct oxrun *o)
+{
+	int stopping = o->stopping, code = 0, st, r;
+	char first[128] = "";
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		char msg[128];
+
+		for (r = 0; r < o->n && o->pids[r] != pid; r++)
+			;
+		if (r == o->n)
+			continue;
+		o->pids[r] = 0;
+		o->running--;
+		mark_gone(o, r);
+		/* What follows our own SIGTERM is no news. */
+		if (stopping || (WIFEXITED(st) && !WEXITSTATUS(st)))
+			continue;
+		if (WIFEXITED(st))
+			snprintf(msg, sizeof(msg), "rank %d (pid %d) exited with status %d", r,
+				 (int)pid, WEXITSTATUS(st));
+		else
+			snprintf(msg, sizeof(msg), "rank %d (pid %d) killed by signal %d (%s)", r,
+				 (int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)));
+		fprintf(stderr, "oxr-run: %s\n", msg);
+		if (!code) {
+			code = WIFEXITED(st) ? 1 : 128 + WTERMSIG(st);
+			memcpy(first, msg, sizeof(first));
+		}
+	}
+	if (code)
+		stop(o, code, first);
+	progress(o);
+}
+
+static void on_signals(struct oxrun *o)
+{
+	struct signalfd_siginfo si;
+
+	while (read(o->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+
+		if (sig == SIGCHLD)
+			continue;
+		if (o->stopping) {
+			signal_all(o, SIGKILL); /* asked twice: no more grace */
+			continue;
+		}
+		fprintf(stderr, "oxr-run: got signal %d (%s); stopping the ranks\n", sig,
+			strsignal(sig));
+		stop(o, 128 + sig, "oxr-run was interrupted");
+	}
+	reap(o);
+}
+
+/*
+ * Starts rank r.  The token goes through a pipe that only this child
+ * inherits; a second pipe, closed by a successful exec, brings back the
+ * errno of a failed one, so a bad PROGRAM is said once, not N times.
+ */
+static int spawn(struct oxrun *o, int r, char **argv, const sigset_t *mask,
+		 const struct rlimit *nofile)
+{
+	int tp[2], ep[2], err = 0;
+	char hex[2 * OXR_TOKEN_BYTES + 1];
+	ssize_t k;
+	pid_t pid;
+	int i;
+
+	if (pipe2(tp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC)) {
+		fprintf(stderr, "oxr-run: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < OXR_TOKEN_BYTES; i++)
+		snprintf(hex + 2 * i, 3, "%02x", o->token[i]);
+	k = write(tp[1], hex, 2 * OXR_TOKEN_BYTES);
+	explicit_bzero(hex, sizeof(hex));
+	close(tp[1]);
+	pid = k == 2 * OXR_TOKEN_BYTES ? fork() : -1;
+	if (pid == 0) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", r);
+		setenv("OXR_RUN_RANK", v, 1);
+		snprintf(v, sizeof(v), "%d", tp[0]);
+		setenv("OXR_RUN_TOKEN_FD", v, 1);
+		fcntl(tp[0], F_SETFD, 0);
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		setrlimit(RLIMIT_NOFILE, nofile);
+		execvp(argv[0], argv);
+		err = errno;
+		k = write(ep[1], &err, sizeof(err));
+		_exit(127);
+	}
+	close(tp[0]);
+	close(ep[1]);
+	if (pid < 0) {
+		fprintf(stderr, "oxr-run: cannot start rank %d: %s\n", r, strerror(errno));
+		close(ep[0]);
+		return 1;
+	}
+	o->pids[r] = pid;
+	o->running++;
+	do
+		k = read(ep[0], &err, sizeof(err));
+	while (k < 0 && errno == EINTR);
+	close(ep[0]);
+	if (k == (ssize_t)sizeof(err)) {
+		fprintf(stderr, "oxr-run: cannot run %s: %s\n", argv[0], strerror(err));
+		return 127;
+	}
+	return 0;
+}
+
+/* ---- main ---- */
+
+static int usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "oxr-run: %s\n", why);
+	fputs(usage_text, stderr);
+	return 2;
+}
+
+static int parse_num(const char *v, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : 0;
+	return *out >= 1 && *out <= max && !errno && !*end ? 0 : -1;
+}
+
+/* Options up to PROGRAM; returns the index of PROGRAM, or -1 after a usage
+ * message (-2 for --help). */
+static int parse_args(int argc, char **argv, struct oxrun *o)
+{
+	long n = 0;
+	int i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i], *v;
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return -2;
+		if (!strncmp(a, "--timeout=", 10)) {
+			v = a + 10;
+		} else if (!strcmp(a, "-n") || !strcmp(a, "--timeout")) {
+			v = argv[++i]; /* argv[argc] is NULL */
+		} else {
+			fprintf(stderr, "oxr-run: unknown option %s\n", a);
+			return -1;
+		}
+		if (!v) {
+			fprintf(stderr, "oxr-run: %s lacks its value\n", a);
+			return -1;
+		}
+		if (a[1] == 'n' && parse_num(v, RUN_MAX_SIZE, &n)) {
+			fprintf(stderr, "oxr-run: -n wants a number of ranks from 1 to %d, not '%s'\n",
+				RUN_MAX_SIZE, v);
+			return -1;
+		}
+		if (a[1] == '-' && parse_num(v, INT_MAX / 1000, &o->timeout_s)) {
+			fprintf(stderr, "oxr-run: --timeout wants whole seconds, at least 1, not "
+				"'%s'\n", v);
+			return -1;
+		}
+	}
+	if (!n || i >= argc) {
+		fprintf(stderr, "oxr-run: %s\n", n ? "no PROGRAM to run" : "-n N is required");
+		return -1;
+	}
+	o->n = (int)n;
+	return i;
+}
+
+static int listen_local(struct oxrun *o)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	char addr[32];
+
+	/* Port 0: the OS picks a free one, so runs never collide. */
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	o->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (o->lfd < 0 || bind(o->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(o->lfd, SOMAXCONN) || getsockname(o->lfd, (struct sockaddr *)&sa, &sl)) {
+		fprintf(stderr, "oxr-run: cannot listen on 127.0.0.1: %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	setenv("OXR_RUN_ADDR", addr, 1);
+	return 0;
+}
+
+static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
+{
+	struct rlimit more;
+	sigset_t set;
+	char v[16];
+	size_t got = 0;
+
+	o->pids = calloc((size_t)o->n, sizeof(*o->pids));
+	o->by_rank = calloc((size_t)o->n, sizeof(*o->by_rank));
+	o->gone = calloc((size_t)o->n, 1);
+	if (!o->pids || !o->by_rank || !o->gone) {
+		fprintf(stderr, "oxr-run: out of memory\n");
+		return -1;
+	}
+	while (got < sizeof(o->token)) {
+		ssize_t k = getrandom(o->token + got, sizeof(o->token) - got, 0);
+
+		if (k < 0 && errno != EINTR) {
+			fprintf(stderr, "oxr-run: getrandom: %s\n", strerror(errno));
+			return -1;
+		}
+		got += k > 0 ? (size_t)k : 0;
+	}
+	/* A socket a rank and a few more; the ranks get the limit they had. */
+	getrlimit(RLIMIT_NOFILE, nofile);
+	more = *nofile;
+	if (more.rlim_cur < (rlim_t)o->n + 64 && more.rlim_cur < more.rlim_max) {
+		more.rlim_cur = more.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &more);
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, old);
+	o->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (o->sfd < 0) {
+		fprintf(stderr, "oxr-run: signalfd: %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(v, sizeof(v), "%d", o->n);
+	setenv("OXR_RUN_SIZE", v, 1);
+	/* An mpirun around oxr-run must not make the ranks pick PMIx. */
+	setenv("OXR_BOOT", "run", 1);
+	return listen_local(o);
+}
+
+/* Until the last rank is reaped: serve, reap, and watch the clocks. */
+static void serve(struct oxrun *o)
+{
+	struct pollfd *pf = NULL;
+	int cap = 0, killed = 0;
+
+	while (o->running > 0) {
+		int64_t now = now_ms(), wake = -1;
+		int i, np = o->nconns;
+
+		if (np + 2 > cap) {
+			cap = 2 * (np + 2);
+			pf = realloc(pf, (size_t)cap * sizeof(*pf));
+			if (!pf) {
+				fprintf(stderr, "oxr-run: out of memory; killing the ranks\n");
+				signal_all(o, SIGKILL);
+				exit(1);
+			}
+		}
+		pf[0] = (struct pollfd){ .fd = o->sfd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = o->lfd, .events = POLLIN };
+		for (i = 0; i < np; i++)
+			pf[2 + i] = (struct pollfd){ o->conns[i]->fd, conn_events(o, o->conns[i]), 0 };
+		if (o->deadline && !o->stopping)
+			wake = o->deadline;
+		if (o->stopping && !killed)
+			wake = o->kill_at;
+		if (poll(pf, (nfds_t)np + 2, wake < 0 ? -1 : wake > now ? (int)(wake - now) : 0) < 0
+		    && errno != EINTR)
+			stop(o, 1, "oxr-run: poll failed");
+		if (pf[0].revents)
+			on_signals(o);
+		if (o->lfd >= 0 && pf[1].revents)
+			accept_all(o);
+		for (i = 0; i < np; i++)
+			on_conn(o, o->conns[i], &pf[2 + i]);
+		compact(o);
+		now = now_ms();
+		if (o->deadline && !o->stopping && now >= o->deadline) {
+			fprintf(stderr, "oxr-run: --timeout %ld s ran out; stopping the %d ranks left\n",
+				o->timeout_s, o->running);
+			stop(o, 124, "the run took longer than oxr-run --timeout");
+		}
+		if (o->stopping && !killed && now >= o->kill_at) {
+			signal_all(o, SIGKILL);
+			killed = 1;
+		}
+	}
+	free(pf);
+}
+
+int main(int argc, char **argv)
+{
+	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1 };
+	struct rlimit nofile;
+	sigset_t old;
+	int prog, r, code = 0;
+
+	prog = parse_args(argc, argv, &o);
+	if (prog == -2) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (prog < 0)
+		return usage(NULL);
+	if (setup(&o, &old, &nofile))
+		return 1;
+	if (o.timeout_s)
+		o.deadline = now_ms() + (int64_t)o.timeout_s * 1000;
+	for (r = 0; r < o.n && !code; r++)
+		code = spawn(&o, r, argv + prog, &old, &nofile);
+	if (code)
+		stop(&o, code, "oxr-run could not start every rank");
+	serve(&o);
+	if (o.stopping)
+		return o.code;
+	return o.broken ? 1 : 0;
+}

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-sided windows over TCP.  A put is a private OX frame whose CMO is
+ *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify, DATUM bytes]
+ * and a descriptor one with LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo].
+ * The bytes go out by reference (gather send), so a put copies nothing on
+ * the origin; on the target they land with one copy out of the receive path.
+ *
+ * Invariant: a byte lands in a window only if the frame came over an
+ * authenticated link, names a live window of this rank, carries the
+ * group's current epoch, and fits inside the window; everything else is
+ * refused, counted and logged, and the link goes on.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "oxr_internal.h"
+#include "transport_impl.h"
+
+struct oxr_win {
+	oxr_win *next;
+	oxr_group *g;
+	uint32_t id, epoch;
+	uint8_t *base;
+	size_t len;
+	oxr_win_note *notes; /* ring */
+	size_t head, count, cap;
+	uint64_t landed;
+};
+
+struct rwin {
+	struct rwin *next;
+	int peer;
+	uint32_t id, epoch;
+	uint64_t len;
+};
+
+static oxr_win *find_win(oxr_group *g, uint32_t id)
+{
+	oxr_win *w;
+
+	for (w = g->wins; w; w = w->next)
+		if (w->id == id)
+			return w;
+	return NULL;
+}
+
+static struct rwin *find_rwin(oxr_group *g, int peer, uint32_t id)
+{
+	struct rwin *r;
+
+	for (r = g->rwins; r; r = r->next)
+		if (r->peer == peer && r->id == id)
+			return r;
+	return NULL;
+}
+
+static oxr_cmo *ints(oxr_arena *a, int n, const uint32_t *v, int extra)
+{
+	oxr_cmo *l = oxr_cmo_new_list(a, (uint32_t)(n + extra));
+	int i;
+
+	if (!l)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!(l->kids[i] = oxr_cmo_new_int32(a, (int32_t)v[i])))
+			return NULL;
+	return l;
+}
+
+static oxr_status_t send_private(oxr_group *g, int peer, int32_t tag, oxr_cmo *body)
+{
+	oxr_ox_msg m = { .tag = tag, .cmo = body };
+
+	return body ? oxr_send(g, peer, &m) : oxr_err(OXR_ERR_NOMEM, "window: out of memory");
+}
+
+struct all_descs {
+	oxr_group *g;
+	uint32_t id;
+};
+
+static int have_all_descs(void *arg)
+{
+	struct all_descs *x = arg;
+	int p;
+
+	for (p = 0; p < x->g->size; p++)
+		if (p != x->g->rank && x->g->links[p].state == LINK_OPEN &&
+		    x->g->links[p].mode == OXR_LINK_AUTH && !find_rwin(x->g, p, x->id))
+			return 0;
+	return 1;
+}
+
+oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
+			    oxr_win **out)
+{
+	struct all_descs x = { g, id };
+	oxr_win *w;
+	int p;
+	oxr_status_t st = OXR_OK;
+
+	if (!base && len)
+		return oxr_err(OXR_ERR_INVAL, "window %u: NULL base", id);
+	if (find_win(g, id))
+		return oxr_err(OXR_ERR_INVAL, "window %u exists already on rank %d", id, g->rank);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return oxr_err(OXR_ERR_NOMEM, "window: out of memory");
+	*w = (oxr_win){ .next = g->wins, .g = g, .id = id, .epoch = g->epoch, .base = base,
+			.len = len };
+	g->wins = w;
+	for (p = 0; p < g->size && st == OXR_OK; p++) {
+		uint32_t v[4] = { id, g->epoch, (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
+		if (p == g->rank || g->links[p].state != LINK_OPEN || g->links[p].mode != OXR_LINK_AUTH)
+			continue;
+		oxr_arena_reset(g->scratch);
+		st = send_private(g, p, OXR_OX_PRIVATE_WIN, ints(g->scratch, 4, v, 0));
+	}
+	if (st == OXR_OK)
+		st = oxr_progress_until(g, have_all_descs, &x, timeout_ms);
+	if (st) {
+		oxr_win_destroy(w);
+		return st;
+	}
+	*out = w;
+	return OXR_OK;
+}
+
+void oxr_win_destroy(oxr_win *w)
+{
+	oxr_win **pp;
+
+	if (!w)
+		return;
+	for (pp = &w->g->wins; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	free(w->notes);
+	free(w);
+}
+
+uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
+uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
+
+oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+		     size_t len, uint32_t notify)
+{
+	struct rwin *r = peer >= 0 && peer < g->size ? find_rwin(g, peer, id) : NULL;
+	uint32_t v[5] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify };
+	oxr_cmo *body, *bytes;
+
+	if (!r)
+		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
+			       "(create it on both sides first)", peer, id, g->rank);
+	if (r->epoch != g->epoch)
+		return oxr_err(OXR_ERR_REVOKED, "put: window %u of rank %d is from epoch %u, the "
+			       "group is at %u", id, peer, r->epoch, g->epoch);
+	if (offset > r->len || len > r->len - offset || len > INT32_MAX)
+		return oxr_err(OXR_ERR_INVAL, "put: %zu bytes at offset %llu do not fit window %u "
+			       "of rank %d (%llu bytes)", len, (unsigned long long)offset, id, peer,
+			       (unsigned long long)r->len);
+	oxr_arena_reset(g->scratch);
+	body = ints(g->scratch, 5, v, 1);
+	bytes = body ? oxr_arena_alloc(g->scratch, sizeof(*bytes)) : NULL;
+	if (!bytes)
+		return oxr_err(OXR_ERR_NOMEM, "put: out of memory");
+	/* a DATUM over the caller's bytes: they are written from where they are */
+	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
+	body->kids[5] = bytes;
+	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
+}
+
+static int note_ready(void *arg)
+{
+	oxr_win *w = arg;
+
+	return w->count > 0;
+}
+
+oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note)
+{
+	oxr_status_t st = oxr_progress_until(w->g, note_ready, w, timeout_ms);
+
+	if (st)
+		return st;
+	*note = w->notes[w->head];
+	w->head = (w->head + 1) % w->cap;
+	w->count--;
+	return OXR_OK;
+}
+
+static oxr_status_t add_note(oxr_win *w, const oxr_win_note *n)
+{
+	if (w->count == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16, i;
+		oxr_win_note *nn = malloc(cap * sizeof(*nn));
+		if (!nn)
+			return OXR_ERR_NOMEM;
+		for (i = 0; i < w->count; i++)
+			nn[i] = w->notes[(w->head + i) % w->cap];
+		free(w->notes);
+		w->notes = nn;
+		w->head = 0;
+		w->cap = cap;
+	}
+	w->notes[(w->head + w->count++) % w->cap] = *n;
+	return OXR_OK;
+}
+
+/* kids[0..n) are INT32: their values into v. */
+static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v)
+{
+	uint32_t i;
+
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != want)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (o->kids[i]->tag != OXR_CMO_INT32)
+			return 0;
+		v[i] = (uint32_t)o->kids[i]->v.i32;
+	}
+	return 1;
+}
+
+static void refuse(oxr_group *g, struct link *l, const char *why, uint32_t id)
+{
+	g->puts_refused++;
+	oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: refused a window frame from rank %d for window %u: %s",
+		g->rank, l->peer, id, why);
+}
+
+static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
+{
+	uint32_t v[5];
+	const oxr_cmo *bytes;
+	oxr_win_note n;
+	oxr_win *w;
+	uint64_t off;
+
+	if (!int_fields(o, 6, 5, v) || o->kids[5]->tag != OXR_CMO_DATUM)
+		{ refuse(g, l, "malformed put", 0); return; }
+	w = find_win(g, v[0]);
+	bytes = o->kids[5];
+	off = (uint64_t)v[2] << 32 | v[3];
+	if (!w)
+		{ refuse(g, l, "no such window (destroyed?)", v[0]); return; }
+	if (v[1] != g->epoch || w->epoch != g->epoch)
+		{ refuse(g, l, "stale epoch", v[0]); return; }
+	if (off > w->len || bytes->len > w->len - off)
+		{ refuse(g, l, "out of bounds", v[0]); return; }
+	if (bytes->len)
+		memcpy(w->base + off, bytes->data, bytes->len);
+	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = bytes->len };
+	if (add_note(w, &n))
+		{ refuse(g, l, "out of memory for the notification", v[0]); return; }
+	w->landed++;
+}
+
+static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
+{
+	uint32_t v[4];
+	struct rwin *r;
+
+	if (!int_fields(o, 4, 4, v))
+		{ refuse(g, l, "malformed descriptor", 0); return; }
+	r = find_rwin(g, l->peer, v[0]);
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			{ refuse(g, l, "out of memory", v[0]); return; }
+		r->next = g->rwins;
+		g->rwins = r;
+	}
+	r->peer = l->peer;
+	r->id = v[0];
+	r->epoch = v[1];
+	r->len = (uint64_t)v[2] << 32 | v[3];
+}
+
+oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
+{
+	if (l->mode != OXR_LINK_AUTH)
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr window frame on an OpenXM link",
+			       l->peer);
+	if (m->tag == OXR_OX_PRIVATE_PUT)
+		land_put(g, l, m->cmo);
+	else
+		keep_desc(g, l, m->cmo);
+	return OXR_OK;
+}
+
+void oxr_windows_free(oxr_group *g)
+{
+	struct rwin *r, *rn;
+
+	while (g->wins)
+		oxr_win_destroy(g->wins);
+	for (r = g->rwins; r; r = rn) {
+		rn = r->next;
+		free(r);
+	}
+	g->rwins = NULL;
+}
