@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 
 OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev
-	libpmix-dev openmpi-bin)
+	libpmix-dev openmpi-bin libopenmpi-dev)
 
 say() { printf '\n=== %s\n' "$*"; }
 

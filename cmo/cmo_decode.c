@@ -615,6 +615,7 @@ void oxr_decoder_set_serial(oxr_decoder *d, int has_serial) { d->has_serial = !!
 oxr_cmo *oxr_decoder_cmo(const oxr_decoder *d) { return d->result; }
 const oxr_ox_msg *oxr_decoder_msg(const oxr_decoder *d) { return &d->msg; }
 uint64_t oxr_decoder_offset(const oxr_decoder *d) { return d->off; }
+uint64_t oxr_decoder_pending(const oxr_decoder *d) { return d->done ? 0 : d->off; }
 const char *oxr_decoder_error(const oxr_decoder *d) { return d->errmsg; }
 
 oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,

@@ -33,6 +33,8 @@ static uint8_t blob_byte(int r, size_t i, size_t len)
 	return (uint8_t)((size_t)r * 7 + i + len);
 }
 
+/* An allgather of len bytes a rank, checked; this rank gives my_len bytes, which is
+ * len except where a test wants a mismatch. */
 static void gather_check(oxr_boot *b, size_t len, size_t my_len)
 {
 	int n = oxr_boot_size(b), r;
@@ -95,7 +97,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "boot_child: unknown mode '%s'\n", mode);
 		return 2;
 	}
-	if (!strcmp(mode, "badtoken") && env_rank && atoi(env_rank) == 1)
+	rank = env_rank ? atoi(env_rank) : 0;
+	if (!strcmp(mode, "badtoken") && rank == 1)
 		wrong_token();
 	if (oxr_boot_open(&b))
 		die("oxr_boot_open");

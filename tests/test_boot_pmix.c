@@ -82,20 +82,25 @@ static int has_prefix(const char *s, const char *p)
  * Our environment without anything that would tie the child to an outer
  * launch (ctest itself run under mpirun or srun) or force a bootstrap, plus
  * extra (NULL-terminated).  Open MPI refuses root without the two ALLOW
- * variables, and CI containers run as root.
+ * variables, and CI containers run as root.  Under ASan, libpmix's own leaks
+ * are suppressed (mpirun passes the environment on to its ranks).
  */
 static char **child_env(const char *const *extra)
 {
 	static const char *const drop[] = { "PMIX_", "OMPI_", "PRTE_", "OXR_BOOT=",
-					    "OXR_RUN_ADDR=", NULL };
+					    "OXR_RUN_ADDR=", "LSAN_OPTIONS=", NULL };
+	static char lsan[4096];
+	const char *old = getenv("LSAN_OPTIONS");
 	size_t n = 0, k = 0, i;
 	char **env;
 
+	snprintf(lsan, sizeof(lsan), "LSAN_OPTIONS=%s%ssuppressions=%s/tests/pmix.lsan.supp",
+		 old ? old : "", old && *old ? ":" : "", OXR_SOURCE_DIR);
 	while (environ[n])
 		n++;
 	for (i = 0; extra[i]; i++)
 		n++;
-	env = calloc(n + 3, sizeof(*env));
+	env = calloc(n + 4, sizeof(*env));
 	cr_assert_not_null(env);
 	for (i = 0; environ[i]; i++) {
 		size_t d;
@@ -107,6 +112,7 @@ static char **child_env(const char *const *extra)
 	}
 	env[k++] = (char *)"OMPI_ALLOW_RUN_AS_ROOT=1";
 	env[k++] = (char *)"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
+	env[k++] = lsan;
 	for (i = 0; extra[i]; i++)
 		env[k++] = (char *)extra[i];
 	env[k] = NULL;
@@ -143,8 +149,8 @@ static struct run run_cmd(char *const argv[], const char *const *extra, double l
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
 	posix_spawnattr_setpgroup(&at, 0);
-	cr_assert_eq(posix_spawn(&pid, argv[0], &fa, &at, argv, env), 0, "spawn %s: %s",
-		     argv[0], strerror(errno));
+	i = posix_spawn(&pid, argv[0], &fa, &at, argv, env);
+	cr_assert_eq(i, 0, "spawn %s: %s", argv[0], strerror(i));
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	free(env);
@@ -153,11 +159,17 @@ static struct run run_cmd(char *const argv[], const char *const *extra, double l
 	pf[0] = (struct pollfd){ .fd = out[0], .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = err[0], .events = POLLIN };
 	while (npf) {
-		int left = (int)((start + limit - now()) * 1000);
+		int left = (int)((start + limit - now()) * 1000), ready = 0;
 		char buf[4096];
 		ssize_t n;
 
-		if (left <= 0 || poll(pf, 2, left) == 0) {
+		if (left > 0) {
+			ready = poll(pf, 2, left);
+			if (ready < 0 && errno == EINTR)
+				continue;
+			cr_assert_geq(ready, 0, "poll: %s", strerror(errno));
+		}
+		if (!ready) {
 			/* SIGTERM first: mpirun then takes its ranks down too. */
 			kill(-pid, SIGTERM);
 			sleep(2);
@@ -190,29 +202,37 @@ static struct run run_cmd(char *const argv[], const char *const *extra, double l
 }
 
 /*
- * boot_child ok under mpirun -np np: exit 0, and one "rank R size N kind pmix"
- * line per rank.  Flags: --oversubscribe because CI machines have fewer cores
- * than 4 and Open MPI refuses more ranks than slots; --bind-to none because
- * binding oversubscribed ranks is pointless and fails in some cpusets;
- * --mca plm isolated so that mpirun starts ranks here itself, never through
- * ssh or an enclosing Slurm allocation.
+ * boot_child mode under mpirun -np np.  Flags: --oversubscribe because CI
+ * machines have fewer cores than 4 and Open MPI refuses more ranks than
+ * slots; --bind-to none because binding oversubscribed ranks is pointless
+ * and fails in some cpusets; --mca plm isolated so that mpirun starts ranks
+ * here itself, never through ssh or an enclosing Slurm allocation.
  */
-static void mpirun_ok(int np, const char *const *extra)
+static struct run mpirun(int np, const char *mode, const char *const *extra)
 {
-	char *mpirun = find_mpirun();
-	char nps[16], *line, *save = NULL;
-	char *argv[] = { mpirun, (char *)"-np", nps, (char *)"--oversubscribe",
+	char *path = find_mpirun();
+	char nps[16];
+	char *argv[] = { path, (char *)"-np", nps, (char *)"--oversubscribe",
 			 (char *)"--bind-to", (char *)"none", (char *)"--mca", (char *)"plm",
-			 (char *)"isolated", (char *)CHILD, (char *)"ok", NULL };
-	int seen[64] = { 0 }, lines = 0, r;
+			 (char *)"isolated", (char *)CHILD, (char *)mode, NULL };
 	struct run res;
 
-	cr_assert_not_null(mpirun, "mpirun not found in PATH: the PMIx test needs Open MPI's "
-				   "launcher (apt-get install openmpi-bin; ci/test installs it)");
+	cr_assert_not_null(path, "mpirun not found in PATH: the PMIx test needs Open MPI's "
+				 "launcher (apt-get install openmpi-bin; ci/test installs it)");
 	snprintf(nps, sizeof(nps), "%d", np);
-
 	res = run_cmd(argv, extra, 120);
-	cr_log_info("mpirun -np %d boot_child ok: %.2f s", np, res.secs);
+	cr_log_info("mpirun -np %d boot_child %s: %.2f s", np, mode, res.secs);
+	free(path);
+	return res;
+}
+
+/* Exit 0, and one "rank R size N kind pmix" line per rank. */
+static void mpirun_ok(int np, const char *mode, const char *const *extra)
+{
+	struct run res = mpirun(np, mode, extra);
+	int seen[64] = { 0 }, lines = 0, r;
+	char *line, *save = NULL;
+
 	cr_assert_eq(res.rc, 0, "mpirun -np %d exited %d\nstdout:\n%s\nstderr:\n%s", np, res.rc,
 		     res.out, res.err);
 	for (line = strtok_r(res.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -230,26 +250,55 @@ static void mpirun_ok(int np, const char *const *extra)
 	cr_assert_eq(lines, np, "%d rank lines for -np %d\nstderr:\n%s", lines, np, res.err);
 	free(res.out);
 	free(res.err);
-	free(mpirun);
 }
 
 static const char *const no_extra[] = { NULL };
 
-Test(boot_pmix, mpirun_np1, .timeout = 150) { mpirun_ok(1, no_extra); }
-Test(boot_pmix, mpirun_np2, .timeout = 150) { mpirun_ok(2, no_extra); }
-Test(boot_pmix, mpirun_np4, .timeout = 150) { mpirun_ok(4, no_extra); }
+/* One .timeout for every test: Criterion 2.4 leaks a timer (and LSan fails
+ * the run) when a test with a shorter one ends while a longer one runs. */
+
+Test(boot_pmix, mpirun_np1, .timeout = 150) { mpirun_ok(1, "ok", no_extra); }
+Test(boot_pmix, mpirun_np2, .timeout = 150) { mpirun_ok(2, "ok", no_extra); }
+Test(boot_pmix, mpirun_np4, .timeout = 150) { mpirun_ok(4, "ok", no_extra); }
 
 /* Forcing PMIx under its launcher is the same as finding it. */
 Test(boot_pmix, mpirun_forced, .timeout = 150)
 {
 	static const char *const forced[] = { "OXR_BOOT=pmix", NULL };
 
-	mpirun_ok(2, forced);
+	mpirun_ok(2, "ok", forced);
+}
+
+/* 8 MiB from each rank: above the 4 MiB one PMIx value may hold, which
+ * aborts mpirun itself unless the blob goes in chunks. */
+Test(boot_pmix, mpirun_big, .timeout = 150) { mpirun_ok(4, "big", no_extra); }
+
+/* Ranks that disagree on len: every rank says so, mpirun fails. */
+Test(boot_pmix, mpirun_badlen, .timeout = 150)
+{
+	struct run res = mpirun(4, "badlen", no_extra);
+
+	cr_assert_neq(res.rc, 0, "badlen passed\nstderr:\n%s", res.err);
+	cr_assert(strstr(res.err, "len must be the same on every rank"), "unclear error:\n%s",
+		  res.err);
+	free(res.out);
+	free(res.err);
+}
+
+/* Rank 1 leaves after the first allgather: the others' barrier fails (or
+ * mpirun ends them) instead of hanging, and the job fails. */
+Test(boot_pmix, mpirun_rank_dies, .timeout = 150)
+{
+	struct run res = mpirun(4, "die-after-first", no_extra);
+
+	cr_assert_neq(res.rc, 0, "a job with a dead rank passed\nstderr:\n%s", res.err);
+	free(res.out);
+	free(res.err);
 }
 
 /* Forced PMIx without a launcher: a prompt, clear failure (PMIx would set up
  * a singleton otherwise), not a hang and not a crash. */
-Test(boot_pmix, forced_without_launcher, .timeout = 60)
+Test(boot_pmix, forced_without_launcher, .timeout = 150)
 {
 	static const char *const forced[] = { "OXR_BOOT=pmix", NULL };
 	char *argv[] = { (char *)CHILD, (char *)"ok", NULL };
@@ -265,7 +314,7 @@ Test(boot_pmix, forced_without_launcher, .timeout = 60)
 
 /* A launch's PMIx variables left behind with its server gone: PMIx_Init
  * fails at once (libpmix crashes if finalized after that; we must not). */
-Test(boot_pmix, stale_environment, .timeout = 60)
+Test(boot_pmix, stale_environment, .timeout = 150)
 {
 	static const char *const stale[] = { "PMIX_NAMESPACE=oxr-stale", "PMIX_RANK=0",
 					     "PMIX_SERVER_URI41=oxr-stale.0;tcp4://127.0.0.1:1",

@@ -12,116 +12,23 @@
 #include <unistd.h>
 
 #include "golden_vectors.h"
-
-extern char **environ;
+#include "run_child.h"
 
 #define TOOL OXR_BIN_DIR "/oxr-cmo"
 
-struct run {
-	int rc;      /* exit status, or -1 if it did not exit normally */
-	char *out, *err;
-};
-
-struct sink {
-	char *b;
-	size_t n, cap;
-};
-
-static void sink_add(struct sink *s, const char *p, size_t n)
-{
-	if (s->cap - s->n <= n) {
-		s->cap = 2 * s->cap + n + 1;
-		s->b = realloc(s->b, s->cap);
-		cr_assert_not_null(s->b);
-	}
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-	s->b[s->n] = 0;
-}
-
-/*
- * Runs the tool with args (NULL-terminated) and input on stdin.  posix_spawn,
- * not fork: Criterion's workers do not survive a fork.  One poll loop feeds
- * stdin and drains both outputs, so no pipe can fill up and stall the child.
- */
+/* Runs the tool with args (NULL-terminated) and input on stdin. */
 static struct run run_tool(const char *input, const char *arg, ...)
 {
-	char *argv[32] = { (char *)"oxr-cmo" };
-	int in[2], out[2], err[2], i = 1, status;
-	struct sink so = { 0 }, se = { 0 };
-	size_t in_left = input ? strlen(input) : 0;
-	posix_spawn_file_actions_t fa;
-	struct pollfd pf[3];
-	struct run r;
+	const char *argv[32] = { TOOL };
 	va_list ap;
-	pid_t pid;
+	int i = 1;
 
 	va_start(ap, arg);
 	for (; arg && i < 31; arg = va_arg(ap, const char *))
-		argv[i++] = (char *)arg;
+		argv[i++] = arg;
 	va_end(ap);
 	argv[i] = NULL;
-	cr_assert(!pipe(in) && !pipe(out) && !pipe(err));
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	for (i = 0; i < 2; i++) {
-		posix_spawn_file_actions_addclose(&fa, in[i]);
-		posix_spawn_file_actions_addclose(&fa, out[i]);
-		posix_spawn_file_actions_addclose(&fa, err[i]);
-	}
-	cr_assert_eq(posix_spawn(&pid, TOOL, &fa, NULL, argv, environ), 0, "spawn %s", TOOL);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	pf[0] = (struct pollfd){ .fd = in_left ? in[1] : -1, .events = POLLOUT };
-	pf[1] = (struct pollfd){ .fd = out[0], .events = POLLIN };
-	pf[2] = (struct pollfd){ .fd = err[0], .events = POLLIN };
-	if (!in_left)
-		close(in[1]);
-	while (pf[0].fd >= 0 || pf[1].fd >= 0 || pf[2].fd >= 0) {
-		char buf[4096];
-		ssize_t n;
-
-		cr_assert_geq(poll(pf, 3, 30000), 1, "oxr-cmo stalled");
-		if (pf[0].fd >= 0 && pf[0].revents) {
-			n = write(in[1], input, in_left);
-			if (n > 0) {
-				input += n;
-				in_left -= (size_t)n;
-			}
-			if (n <= 0 || !in_left) {
-				close(in[1]);
-				pf[0].fd = -1;
-			}
-		}
-		for (i = 1; i < 3; i++) {
-			if (pf[i].fd < 0 || !pf[i].revents)
-				continue;
-			n = read(pf[i].fd, buf, sizeof(buf));
-			if (n > 0) {
-				sink_add(i == 1 ? &so : &se, buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(pf[i].fd);
-				pf[i].fd = -1;
-			}
-		}
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	sink_add(&so, "", 0);
-	sink_add(&se, "", 0);
-	r.out = so.b;
-	r.err = se.b;
-	return r;
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
+	return spawn_run(argv, NULL, input, 30);
 }
 
 /* Runs and checks exit 0, the exact stdout and an empty stderr. */

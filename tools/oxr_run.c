@@ -43,7 +43,9 @@
 #define RUN_MAX_MSG 1024
 #define RUN_MAX_SIZE 4096
 
-#define KILL_GRACE_MS 2000
+#define KILL_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
+#define EXIT_GRACE_MS 500  /* from a rank's link closing to "it left" */
+#define TOLD_GRACE_MS 1000 /* from a rank's failure to SIGTERM to the others */
 
 static const char usage_text[] =
 	"usage: oxr-run -n N [--timeout SECONDS] [--] PROGRAM [ARGS...]\n"
@@ -88,7 +90,8 @@ struct oxrun {
 	uint8_t *buf, rhdr[RUN_HDR_BYTES];
 	int broken;              /* the rendezvous failed: all closed */
 	int stopping, code;      /* the ranks are being stopped, and the exit status */
-	int64_t kill_at, deadline;
+	int termed, killed;      /* SIGTERM, SIGKILL sent */
+	int64_t term_at, kill_at, deadline, grace_at;
 	long timeout_s;
 };
 
@@ -217,7 +220,12 @@ static void len_mismatch(struct oxrun *o)
 		 (unsigned long long)o->by_rank[odd]->len, same, (unsigned long long)common);
 }
 
-/* After any change: fails a round that lost a rank, answers a complete one. */
+/*
+ * After any change: fails a round that lost a rank, answers a complete one.
+ * A rank whose link closed but whose process is not reaped yet most likely
+ * is dying; its exit status, due any moment, tells the others more than
+ * "it left", so that waits a little.
+ */
 static void progress(struct oxrun *o)
 {
 	int r;
@@ -225,11 +233,15 @@ static void progress(struct oxrun *o)
 	if (o->broken || o->scatter || !o->started)
 		return;
 	for (r = 0; o->ngone && r < o->n; r++) {
-		if (o->gone[r]) {
-			rv_error(o, "rank %d left before request %u was complete (it exited or "
-				 "closed its bootstrap)", r, o->seq);
+		if (!o->gone[r])
+			continue;
+		if (o->pids[r] > 0 && !o->grace_at)
+			o->grace_at = now_ms() + EXIT_GRACE_MS;
+		if (o->pids[r] > 0 && now_ms() < o->grace_at)
 			return;
-		}
+		rv_error(o, "rank %d left before request %u was complete (it exited or closed "
+			 "its bootstrap)", r, o->seq);
+		return;
 	}
 	if (o->ready < o->n)
 		return;
@@ -390,6 +402,7 @@ static void on_writable(struct oxrun *o, struct conn *c)
 			c->sent += (uint64_t)k;
 	}
 	c->state = C_HDR;
+	c->got = 0;
 	end_reply(o);
 }
 
@@ -488,17 +501,38 @@ static void signal_all(struct oxrun *o, int sig)
 			kill(o->pids[r], sig);
 }
 
-/* Ends the run with code: the rendezvous fails with why, the ranks get
- * SIGTERM, and SIGKILL if they are still there after the grace time. */
-static void stop(struct oxrun *o, int code, const char *why)
+/* Sends a stop's SIGTERM and SIGKILL when due; returns when the next one
+ * is due, or -1. */
+static int64_t stop_clock(struct oxrun *o, int64_t now)
 {
+	if (!o->stopping || o->killed)
+		return -1;
+	if (!o->termed && now >= o->term_at) {
+		signal_all(o, SIGTERM);
+		o->termed = 1;
+	}
+	if (o->termed && now >= o->kill_at) {
+		signal_all(o, SIGKILL);
+		o->killed = 1;
+		return -1;
+	}
+	return o->termed ? o->kill_at : o->term_at;
+}
+
+/* Ends the run with code: the rendezvous fails with why, the ranks get
+ * SIGTERM after grace_ms, and SIGKILL if they are still there after that. */
+static void stop(struct oxrun *o, int code, const char *why, int grace_ms)
+{
+	int64_t now = now_ms();
+
 	if (o->stopping)
 		return;
 	o->stopping = 1;
 	o->code = code;
 	fail(o, why);
-	signal_all(o, SIGTERM);
-	o->kill_at = now_ms() + KILL_GRACE_MS;
+	o->term_at = now + grace_ms;
+	o->kill_at = o->term_at + KILL_GRACE_MS;
+	stop_clock(o, now);
 }
 
 static void reap(struct oxrun *o)
@@ -517,7 +551,7 @@ static void reap(struct oxrun *o)
 		o->pids[r] = 0;
 		o->running--;
 		mark_gone(o, r);
-		/* What follows our own SIGTERM is no news. */
+		/* Once the run is being stopped, exits are its echo, not news. */
 		if (stopping || (WIFEXITED(st) && !WEXITSTATUS(st)))
 			continue;
 		if (WIFEXITED(st))
@@ -532,8 +566,10 @@ static void reap(struct oxrun *o)
 			memcpy(first, msg, sizeof(first));
 		}
 	}
+	/* The others learn of it from the rendezvous or from their broken links
+	 * and are on their way out: a moment for them to say what they saw. */
 	if (code)
-		stop(o, code, first);
+		stop(o, code, first, TOLD_GRACE_MS);
 	progress(o);
 }
 
@@ -548,11 +584,12 @@ static void on_signals(struct oxrun *o)
 			continue;
 		if (o->stopping) {
 			signal_all(o, SIGKILL); /* asked twice: no more grace */
+			o->killed = 1;
 			continue;
 		}
 		fprintf(stderr, "oxr-run: got signal %d (%s); stopping the ranks\n", sig,
 			strsignal(sig));
-		stop(o, 128 + sig, "oxr-run was interrupted");
+		stop(o, 128 + sig, "oxr-run was interrupted", 0);
 	}
 	reap(o);
 }
@@ -618,14 +655,6 @@ static int spawn(struct oxrun *o, int r, char **argv, const sigset_t *mask,
 
 /* ---- main ---- */
 
-static int usage(const char *why)
-{
-	if (why)
-		fprintf(stderr, "oxr-run: %s\n", why);
-	fputs(usage_text, stderr);
-	return 2;
-}
-
 static int parse_num(const char *v, long max, long *out)
 {
 	char *end;
@@ -664,8 +693,8 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 			return -1;
 		}
 		if (a[1] == 'n' && parse_num(v, RUN_MAX_SIZE, &n)) {
-			fprintf(stderr, "oxr-run: -n wants a number of ranks from 1 to %d, not '%s'\n",
-				RUN_MAX_SIZE, v);
+			fprintf(stderr, "oxr-run: -n wants a number of ranks from 1 to %d, "
+				"not '%s'\n", RUN_MAX_SIZE, v);
 			return -1;
 		}
 		if (a[1] == '-' && parse_num(v, INT_MAX / 1000, &o->timeout_s)) {
@@ -753,10 +782,10 @@ static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
 static void serve(struct oxrun *o)
 {
 	struct pollfd *pf = NULL;
-	int cap = 0, killed = 0;
+	int cap = 0;
 
 	while (o->running > 0) {
-		int64_t now = now_ms(), wake = -1;
+		int64_t now = now_ms(), wake = stop_clock(o, now);
 		int i, np = o->nconns;
 
 		if (np + 2 > cap) {
@@ -771,14 +800,15 @@ static void serve(struct oxrun *o)
 		pf[0] = (struct pollfd){ .fd = o->sfd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = o->lfd, .events = POLLIN };
 		for (i = 0; i < np; i++)
-			pf[2 + i] = (struct pollfd){ o->conns[i]->fd, conn_events(o, o->conns[i]), 0 };
+			pf[2 + i] = (struct pollfd){ .fd = o->conns[i]->fd,
+						     .events = conn_events(o, o->conns[i]) };
 		if (o->deadline && !o->stopping)
 			wake = o->deadline;
-		if (o->stopping && !killed)
-			wake = o->kill_at;
+		if (o->grace_at && !o->broken && (wake < 0 || o->grace_at < wake))
+			wake = o->grace_at;
 		if (poll(pf, (nfds_t)np + 2, wake < 0 ? -1 : wake > now ? (int)(wake - now) : 0) < 0
 		    && errno != EINTR)
-			stop(o, 1, "oxr-run: poll failed");
+			stop(o, 1, "oxr-run: poll failed", 0);
 		if (pf[0].revents)
 			on_signals(o);
 		if (o->lfd >= 0 && pf[1].revents)
@@ -786,18 +816,35 @@ static void serve(struct oxrun *o)
 		for (i = 0; i < np; i++)
 			on_conn(o, o->conns[i], &pf[2 + i]);
 		compact(o);
+		progress(o);
 		now = now_ms();
 		if (o->deadline && !o->stopping && now >= o->deadline) {
-			fprintf(stderr, "oxr-run: --timeout %ld s ran out; stopping the %d ranks left\n",
-				o->timeout_s, o->running);
-			stop(o, 124, "the run took longer than oxr-run --timeout");
-		}
-		if (o->stopping && !killed && now >= o->kill_at) {
-			signal_all(o, SIGKILL);
-			killed = 1;
+			fprintf(stderr, "oxr-run: --timeout %ld s ran out; stopping the %d ranks "
+				"left\n", o->timeout_s, o->running);
+			stop(o, 124, "the run took longer than oxr-run --timeout", 0);
 		}
 	}
 	free(pf);
+}
+
+static void cleanup(struct oxrun *o)
+{
+	int i;
+
+	for (i = 0; i < o->nconns; i++) {
+		if (o->conns[i]->fd >= 0)
+			close(o->conns[i]->fd);
+		free(o->conns[i]);
+	}
+	if (o->lfd >= 0)
+		close(o->lfd);
+	if (o->sfd >= 0)
+		close(o->sfd);
+	free(o->conns);
+	free(o->buf);
+	free(o->pids);
+	free(o->by_rank);
+	free(o->gone);
 }
 
 int main(int argc, char **argv)
@@ -812,18 +859,21 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	if (prog < 0)
-		return usage(NULL);
-	if (setup(&o, &old, &nofile))
+	if (prog < 0) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (setup(&o, &old, &nofile)) {
+		cleanup(&o);
 		return 1;
+	}
 	if (o.timeout_s)
 		o.deadline = now_ms() + (int64_t)o.timeout_s * 1000;
 	for (r = 0; r < o.n && !code; r++)
 		code = spawn(&o, r, argv + prog, &old, &nofile);
 	if (code)
-		stop(&o, code, "oxr-run could not start every rank");
+		stop(&o, code, "oxr-run could not start every rank", 0);
 	serve(&o);
-	if (o.stopping)
-		return o.code;
-	return o.broken ? 1 : 0;
+	cleanup(&o);
+	return o.stopping ? o.code : o.broken;
 }

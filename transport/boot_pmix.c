@@ -9,12 +9,19 @@
  * launch (the namespace is guessable), so rank 0 draws the token and hands it
  * out the same way.
  *
- * Each allgather uses a fresh key, "oxr.ag.<seq>".  A key cannot be deleted
- * and a re-Put replaces it, and a fast rank may Put and Commit its next blob
- * while a slow one is still reading the last round; local peers' committed
- * data is visible before the next fence, so with one key the slow rank could
- * read the wrong round.  Ranks make the same calls in the same order, so seq
- * names the same round everywhere.
+ * Each allgather uses fresh keys, "oxr.ag.<seq>.<chunk>".  A key cannot be
+ * deleted and a re-Put replaces it, and a fast rank may Put and Commit its
+ * next blob while a slow one is still reading the last round: a local peer's
+ * re-Put is visible before the next fence (libpmix 4.2 under mpirun), so with
+ * one key the slow rank could read the wrong round.  Ranks make the same
+ * calls in the same order, so seq names the same round everywhere.
+ *
+ * Blobs go in chunks of at most 1 MiB because the server's shared-memory
+ * store (gds ds21) cannot hold one value above 4 MiB and then aborts the
+ * launcher itself.  Chunk 0 starts with the blob's length, so ranks that
+ * disagree on len fail with a clear error instead of waiting for a chunk
+ * that does not exist.  PMIx keeps every key until the job ends: the
+ * allgathers are for endpoint blobs, not bulk data.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,12 +47,21 @@ struct boot_pmix {
 static oxr_status_t pmix_fail(pmix_status_t rc, const char *what)
 {
 	oxr_status_t status = OXR_ERR_IO;
+	const char *hint = "";
 
-	if (rc == PMIX_ERR_TIMEOUT)
+	if (rc == PMIX_ERR_TIMEOUT) {
 		status = OXR_ERR_TIMEOUT;
-	else if (rc == PMIX_ERR_NOMEM)
+	} else if (rc == PMIX_ERR_NOMEM) {
 		status = OXR_ERR_NOMEM;
-	return oxr_err(status, "%s failed: %s (%d)", what, PMIx_Error_string(rc), (int)rc);
+	} else if (rc == PMIX_ERR_PARTIAL_SUCCESS) {
+		/* What a fence says when a rank of the job already ended. */
+		status = OXR_ERR_PEER;
+		hint = ": a rank left the job without joining";
+	} else if (rc == PMIX_ERR_LOST_CONNECTION || rc == PMIX_ERR_UNREACH) {
+		hint = ": the launcher's PMIx server is gone";
+	}
+	return oxr_err(status, "%s failed: %s (%d)%s", what, PMIx_Error_string(rc), (int)rc,
+		       hint);
 }
 
 /* Fence over the whole namespace, collecting the Put data when collect. */
@@ -65,6 +81,7 @@ static oxr_status_t fence(struct boot_pmix *p, bool collect)
 	return OXR_OK;
 }
 
+/* Puts bytes under key; the caller commits. */
 static oxr_status_t put_bytes(const char *key, const void *bytes, size_t len)
 {
 	pmix_value_t val;
@@ -81,75 +98,161 @@ static oxr_status_t put_bytes(const char *key, const void *bytes, size_t len)
 		snprintf(what, sizeof(what), "PMIx_Put(%s)", key);
 		return pmix_fail(rc, what);
 	}
-	rc = PMIx_Commit();
+	return OXR_OK;
+}
+
+static oxr_status_t commit(void)
+{
+	pmix_status_t rc = PMIx_Commit();
+
 	if (rc != PMIX_SUCCESS)
 		return pmix_fail(rc, "PMIx_Commit");
 	return OXR_OK;
 }
 
-/* Copies rank's value of key (exactly len bytes, else OXR_ERR_PROTO) to dst. */
-static oxr_status_t get_bytes(struct boot_pmix *p, int rank, const char *key, void *dst,
-			      size_t len)
+/*
+ * Rank's bytes under key, after a collecting fence; the caller releases
+ * *out with PMIX_VALUE_RELEASE.  A key that is missing comes back as
+ * PMIX_ERR_TIMEOUT after the server's direct-modex wait (2 s here), not as a
+ * hang.  (PMIX_OPTIONAL would fail faster but finds nothing at all when the
+ * server runs gds=hash.)
+ */
+static oxr_status_t get_bytes(struct boot_pmix *p, int rank, const char *key,
+			      pmix_value_t **out)
 {
 	pmix_proc_t peer;
-	pmix_info_t info;
 	pmix_value_t *val = NULL;
 	pmix_status_t rc;
-	oxr_status_t status = OXR_OK;
-	bool local_only = true;
 	char what[64 + PMIX_MAX_KEYLEN];
 
-	/* After a collecting fence every value is already here; asking the
-	 * server for a missing one would wait on a direct modex instead of
-	 * failing. */
 	PMIX_PROC_LOAD(&peer, p->me.nspace, (pmix_rank_t)rank);
-	PMIX_INFO_CONSTRUCT(&info);
-	PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &local_only, PMIX_BOOL);
-	rc = PMIx_Get(&peer, key, &info, 1, &val);
-	PMIX_INFO_DESTRUCT(&info);
+	rc = PMIx_Get(&peer, key, NULL, 0, &val);
 	if (rc != PMIX_SUCCESS) {
 		snprintf(what, sizeof(what), "PMIx_Get(rank %d, %s)", rank, key);
 		return pmix_fail(rc, what);
 	}
-	if (val == NULL || val->type != PMIX_BYTE_OBJECT)
-		status = oxr_err(OXR_ERR_PROTO, "PMIx key %s of rank %d: type %d, want bytes",
-				 key, rank, val ? (int)val->type : -1);
-	else if (val->data.bo.size != len)
-		status = oxr_err(OXR_ERR_PROTO,
-				 "PMIx key %s of rank %d: %zu bytes, want %zu (len differs "
-				 "between ranks?)", key, rank, val->data.bo.size, len);
-	else if (len)
-		memcpy(dst, val->data.bo.bytes, len);
-	if (val)
-		PMIX_VALUE_RELEASE(val);
+	if (val == NULL || val->type != PMIX_BYTE_OBJECT) {
+		oxr_status_t status = oxr_err(OXR_ERR_PROTO,
+					      "PMIx key %s of rank %d: type %d, want bytes",
+					      key, rank, val ? (int)val->type : -1);
+		if (val)
+			PMIX_VALUE_RELEASE(val);
+		return status;
+	}
+	*out = val;
+	return OXR_OK;
+}
+
+#define CHUNK_BYTES ((size_t)1 << 20)
+#define LEN_BYTES 8 /* chunk 0's prefix: the blob's length, little-endian */
+
+/* Bytes of blob in chunk i (chunk 0 also has the prefix). */
+static size_t chunk_len(size_t len, size_t i)
+{
+	size_t off = i * CHUNK_BYTES;
+
+	return len - off < CHUNK_BYTES ? len - off : CHUNK_BYTES;
+}
+
+/* Chunks of a blob of len bytes: at least one, to carry the length. */
+static size_t chunk_count(size_t len)
+{
+	return len ? (len + CHUNK_BYTES - 1) / CHUNK_BYTES : 1;
+}
+
+static void ag_key(char *key, size_t size, uint64_t seq, size_t i)
+{
+	snprintf(key, size, "oxr.ag.%" PRIu64 ".%zu", seq, i);
+}
+
+static oxr_status_t put_blob(uint64_t seq, const uint8_t *mine, size_t len)
+{
+	char key[PMIX_MAX_KEYLEN + 1];
+	size_t n = chunk_count(len), first = chunk_len(len, 0), i;
+	uint8_t *c0 = malloc(LEN_BYTES + first);
+	oxr_status_t status;
+
+	if (!c0)
+		return oxr_err(OXR_ERR_NOMEM, "PMIx allgather: %zu bytes", LEN_BYTES + first);
+	oxr_store64(c0, len, 1);
+	if (first)
+		memcpy(c0 + LEN_BYTES, mine, first);
+	ag_key(key, sizeof(key), seq, 0);
+	status = put_bytes(key, c0, LEN_BYTES + first);
+	free(c0);
+	for (i = 1; !status && i < n; i++) {
+		ag_key(key, sizeof(key), seq, i);
+		status = put_bytes(key, mine + i * CHUNK_BYTES, chunk_len(len, i));
+	}
 	return status;
+}
+
+/* Checks chunk 0 of rank's blob: its length prefix must say len. */
+static oxr_status_t check_len(const pmix_value_t *val, int rank, int me, size_t len)
+{
+	uint64_t theirs;
+
+	if (val->data.bo.size < LEN_BYTES)
+		return oxr_err(OXR_ERR_PROTO, "PMIx allgather: chunk 0 of rank %d has %zu "
+			       "bytes, no length", rank, val->data.bo.size);
+	theirs = oxr_load64(val->data.bo.bytes, 1);
+	if (theirs != len)
+		return oxr_err(OXR_ERR_PROTO, "PMIx allgather: rank %d gave %" PRIu64 " bytes, "
+			       "rank %d %zu (len must be the same on every rank)", rank, theirs,
+			       me, len);
+	return OXR_OK;
+}
+
+/* Copies rank's blob of round seq to dst: exactly len bytes, else OXR_ERR_PROTO. */
+static oxr_status_t get_blob(oxr_boot *b, int rank, uint64_t seq, uint8_t *dst, size_t len)
+{
+	char key[PMIX_MAX_KEYLEN + 1];
+	size_t n = chunk_count(len), i, skip, want;
+	oxr_status_t status;
+	pmix_value_t *val;
+
+	for (i = 0; i < n; i++) {
+		ag_key(key, sizeof(key), seq, i);
+		status = get_bytes(b->impl, rank, key, &val);
+		if (status)
+			return status;
+		skip = i ? 0 : LEN_BYTES;
+		want = chunk_len(len, i);
+		if (i == 0)
+			status = check_len(val, rank, b->rank, len);
+		if (!status && val->data.bo.size != skip + want)
+			status = oxr_err(OXR_ERR_PROTO, "PMIx key %s of rank %d: %zu bytes, "
+					 "want %zu", key, rank, val->data.bo.size, skip + want);
+		if (!status && want)
+			memcpy(dst + i * CHUNK_BYTES, val->data.bo.bytes + skip, want);
+		PMIX_VALUE_RELEASE(val);
+		if (status)
+			return status;
+	}
+	return OXR_OK;
 }
 
 static oxr_status_t pmix_allgather(oxr_boot *b, const void *mine, size_t len, void *all)
 {
 	struct boot_pmix *p = b->impl;
-	char key[PMIX_MAX_KEYLEN + 1];
+	uint64_t seq = p->seq++;
 	oxr_status_t status;
 	int r;
 
-	snprintf(key, sizeof(key), "oxr.ag.%" PRIu64, p->seq++);
-	status = put_bytes(key, mine, len);
-	if (status)
-		return status;
-	status = fence(p, true);
-	if (status)
-		return status;
-	for (r = 0; r < b->size; r++) {
-		if (r == b->rank) {
-			if (len)
-				memcpy((uint8_t *)all + (size_t)r * len, mine, len);
-			continue;
-		}
-		status = get_bytes(p, r, key, (uint8_t *)all + (size_t)r * len, len);
-		if (status)
-			return status;
+	status = put_blob(seq, mine, len);
+	if (!status)
+		status = commit();
+	if (!status)
+		status = fence(p, true);
+	for (r = 0; !status && r < b->size; r++) {
+		uint8_t *dst = (uint8_t *)all + (size_t)r * len;
+
+		if (r != b->rank)
+			status = get_blob(b, r, seq, dst, len);
+		else if (len)
+			memcpy(dst, mine, len);
 	}
-	return OXR_OK;
+	return status;
 }
 
 static oxr_status_t pmix_barrier(oxr_boot *b)
@@ -200,6 +303,7 @@ static oxr_status_t job_size(struct boot_pmix *p, int *size)
 static oxr_status_t share_token(oxr_boot *b)
 {
 	struct boot_pmix *p = b->impl;
+	pmix_value_t *val;
 	oxr_status_t status;
 	size_t got = 0;
 
@@ -214,15 +318,24 @@ static oxr_status_t share_token(oxr_boot *b)
 				got += (size_t)n;
 		}
 		status = put_bytes(TOKEN_KEY, b->token, OXR_TOKEN_BYTES);
+		if (!status)
+			status = commit();
 		if (status)
 			return status;
 	}
 	status = fence(p, true);
+	if (status || b->rank == 0)
+		return status;
+	status = get_bytes(p, 0, TOKEN_KEY, &val);
 	if (status)
 		return status;
-	if (b->rank == 0)
-		return OXR_OK;
-	return get_bytes(p, 0, TOKEN_KEY, b->token, OXR_TOKEN_BYTES);
+	if (val->data.bo.size != OXR_TOKEN_BYTES)
+		status = oxr_err(OXR_ERR_PROTO, "PMIx key %s of rank 0: %zu bytes, want %d",
+				 TOKEN_KEY, val->data.bo.size, OXR_TOKEN_BYTES);
+	else
+		memcpy(b->token, val->data.bo.bytes, OXR_TOKEN_BYTES);
+	PMIX_VALUE_RELEASE(val);
+	return status;
 }
 
 oxr_status_t oxr_boot_pmix_open(oxr_boot *b)

@@ -155,9 +155,10 @@ static oxr_status_t read_reply(struct run *r, uint64_t want, oxr_status_t err_st
 		return oxr_err(err_status, "%s: oxr-run: %s", r->what, msg);
 	}
 	if (status || seq != r->seq || len != want)
-		return oxr_err(OXR_ERR_PROTO, "%s: malformed reply from oxr-run (status %u, seq %u, "
-			       "%llu bytes; expected status 0, seq %u, %llu bytes)", r->what, status,
-			       seq, (unsigned long long)len, r->seq, (unsigned long long)want);
+		return oxr_err(OXR_ERR_PROTO, "%s: malformed reply from oxr-run (status %u, "
+			       "seq %u, %llu bytes; expected status 0, seq %u, %llu bytes)",
+			       r->what, status, seq, (unsigned long long)len, r->seq,
+			       (unsigned long long)want);
 	return OXR_OK;
 }
 
@@ -251,7 +252,8 @@ static oxr_status_t parse_addr(struct sockaddr_in *sa)
 	}
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((uint16_t)port);
-	if (!end || *end || port < 1 || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+	if (!end || *end || port < 1 || port > 65535 ||
+	    inet_pton(AF_INET, host, &sa->sin_addr) != 1)
 		return oxr_err(OXR_ERR_INVAL, "OXR_RUN_ADDR='%.64s': expected IPV4:PORT such as "
 			       "127.0.0.1:40000", v);
 	return OXR_OK;
@@ -301,8 +303,8 @@ static oxr_status_t read_token(struct run *r, int fd, uint8_t token[OXR_TOKEN_BY
 		int lo = hi >= 0 ? unhex_digit(hex[2 * i + 1]) : -1;
 
 		if (lo < 0)
-			st = oxr_err(OXR_ERR_INVAL, "OXR_RUN_TOKEN_FD=%d: expected %d lowercase hex "
-				     "digits of the token in it", fd, 2 * OXR_TOKEN_BYTES);
+			st = oxr_err(OXR_ERR_INVAL, "OXR_RUN_TOKEN_FD=%d: expected %d lowercase "
+				     "hex digits of the token in it", fd, 2 * OXR_TOKEN_BYTES);
 		else
 			token[i] = (uint8_t)(hi << 4 | lo);
 	}

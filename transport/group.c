@@ -234,7 +234,12 @@ static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 	l->rq_bytes -= q->bytes;
 	*out = q->m;
 	free(q);
-	oxr_link_update_events(g, l); /* reading may resume */
+	/* Below the bound again: bytes already buffered must be decoded now,
+	 * since epoll will not report them a second time. */
+	if (l->state == LINK_OPEN && l->roff < l->rlen)
+		oxr_link_read(g, l);
+	else
+		oxr_link_update_events(g, l);
 	return OXR_OK;
 }
 

@@ -174,7 +174,7 @@ static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 	return OXR_OK;
 }
 
-static void do_read(oxr_group *g, struct link *l)
+void oxr_link_read(oxr_group *g, struct link *l)
 {
 	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
 		size_t used;
@@ -185,7 +185,7 @@ static void do_read(oxr_group *g, struct link *l)
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (k <= 0) {
-				uint64_t at = oxr_decoder_offset(l->dec);
+				uint64_t at = oxr_decoder_pending(l->dec);
 				if (k == 0 && at == 0)
 					oxr_link_fail(g, l, OXR_ERR_PEER,
 						      "link to rank %d (%s) closed by the peer", l->peer,
@@ -273,7 +273,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	for (i = 0; i < n; i++) {
 		struct link *l = &g->links[ev[i].data.u32];
 		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-			do_read(g, l);
+			oxr_link_read(g, l);
 		if (ev[i].events & EPOLLOUT)
 			do_write(g, l);
 	}

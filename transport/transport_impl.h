@@ -108,6 +108,8 @@ void oxr_link_close(oxr_group *g, struct link *l);
 void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void oxr_link_update_events(oxr_group *g, struct link *l);
+/* Reads and decodes what the link has (its buffer first), up to the queue bound. */
+void oxr_link_read(oxr_group *g, struct link *l);
 /* One round: waits up to timeout_ms for events (0: just polls). */
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the link fails;

@@ -248,6 +248,8 @@ oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 oxr_cmo *oxr_decoder_cmo(const oxr_decoder *d);
 /* Bytes of the current (or just finished) object consumed so far. */
 uint64_t oxr_decoder_offset(const oxr_decoder *d);
+/* Bytes of an object begun but not finished (0 between objects). */
+uint64_t oxr_decoder_pending(const oxr_decoder *d);
 /* The message of the decoder's error ("" if none). */
 const char *oxr_decoder_error(const oxr_decoder *d);
 

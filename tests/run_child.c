@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "run_child.h"
+
+extern char **environ;
+
+struct sink {
+	char *b;
+	size_t n, cap;
+};
+
+static void sink_add(struct sink *s, const char *p, size_t n)
+{
+	if (s->cap - s->n <= n) {
+		s->cap = 2 * s->cap + n + 1;
+		s->b = realloc(s->b, s->cap);
+		cr_assert_not_null(s->b);
+	}
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+	s->b[s->n] = 0;
+}
+
+/* This process's environment with extra entries (overriding same names). */
+static char **merged_env(const char *const *extra)
+{
+	size_t n = 0, k = 0, i, j;
+	char **e;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[k])
+		k++;
+	e = calloc(n + k + 1, sizeof(*e));
+	cr_assert_not_null(e);
+	for (i = 0, j = 0; i < n; i++) {
+		size_t x, len = strcspn(environ[i], "=");
+		for (x = 0; x < k; x++)
+			if (!strncmp(extra[x], environ[i], len) && extra[x][len] == '=')
+				break;
+		if (x == k)
+			e[j++] = environ[i];
+	}
+	for (i = 0; i < k; i++)
+		e[j++] = (char *)extra[i];
+	return e;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+struct run spawn_run(const char *const *argv, const char *const *env, const char *input,
+		     int timeout_s)
+{
+	int in[2], out[2], err[2], i, status;
+	struct sink so = { 0 }, se = { 0 };
+	size_t in_left = input ? strlen(input) : 0;
+	long deadline = now_ms() + timeout_s * 1000L;
+	posix_spawn_file_actions_t fa;
+	struct pollfd pf[3];
+	struct run r = { 0 };
+	char **e = merged_env(env);
+	pid_t pid;
+
+	cr_assert(!pipe(in) && !pipe(out) && !pipe(err));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	for (i = 0; i < 2; i++) {
+		posix_spawn_file_actions_addclose(&fa, in[i]);
+		posix_spawn_file_actions_addclose(&fa, out[i]);
+		posix_spawn_file_actions_addclose(&fa, err[i]);
+	}
+	cr_assert_eq(posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, e), 0,
+		     "spawn %s", argv[0]);
+	posix_spawn_file_actions_destroy(&fa);
+	free(e);
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	pf[0] = (struct pollfd){ .fd = in_left ? in[1] : -1, .events = POLLOUT };
+	pf[1] = (struct pollfd){ .fd = out[0], .events = POLLIN };
+	pf[2] = (struct pollfd){ .fd = err[0], .events = POLLIN };
+	if (!in_left)
+		close(in[1]);
+	while (pf[0].fd >= 0 || pf[1].fd >= 0 || pf[2].fd >= 0) {
+		char buf[4096];
+		ssize_t n;
+		long left = deadline - now_ms();
+
+		if (left <= 0 || poll(pf, 3, (int)left) == 0) {
+			r.timed_out = 1;
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (pf[0].fd >= 0 && pf[0].revents) {
+			n = write(in[1], input, in_left);
+			if (n > 0) {
+				input += n;
+				in_left -= (size_t)n;
+			}
+			if (n <= 0 || !in_left) {
+				close(in[1]);
+				pf[0].fd = -1;
+			}
+		}
+		for (i = 1; i < 3; i++) {
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			n = read(pf[i].fd, buf, sizeof(buf));
+			if (n > 0) {
+				sink_add(i == 1 ? &so : &se, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(pf[i].fd);
+				pf[i].fd = -1;
+			}
+		}
+	}
+	for (i = 0; i < 3; i++)
+		if (pf[i].fd >= 0)
+			close(pf[i].fd);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	r.rc = WIFEXITED(status) && !r.timed_out ? WEXITSTATUS(status) : -1;
+	r.sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	sink_add(&so, "", 0);
+	sink_add(&se, "", 0);
+	r.out = so.b;
+	r.err = se.b;
+	return r;
+}
+
+void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}

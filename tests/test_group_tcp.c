@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whole groups of real processes over TCP on 127.0.0.1, started by oxr-run
+ * (and by Open MPI's mpirun through PMIx when oxr has PMIx): every pair
+ * exchanging random objects of 0 B to 16 MiB in both byte orders, a 10^5
+ * message flood with bounded memory, a rank killed in the middle of a
+ * message, and the ring example.  The ranks are tests/group_child.c.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_child.h"
+
+#define RUN OXR_BIN_DIR "/oxr-run"
+#define CHILD OXR_BIN_DIR "/group_child"
+
+TestSuite(group, .timeout = 600);
+
+static void expect_all_ranks(const struct run *r, int n, const char *what)
+{
+	char line[64];
+	int i;
+
+	cr_assert_eq(r->rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\nstderr:\n%s",
+		     n, what, r->rc, r->sig, r->timed_out, r->out, r->err);
+	for (i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "rank %d: %s ok", i, what);
+		cr_assert_eq(count_of(r->out, line), 1, "'%s' once in:\n%s", line, r->out);
+	}
+}
+
+static void run_group(int n, const char *order, const char *mode, const char *arg)
+{
+	char nbuf[16], obuf[32];
+	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, mode, arg, NULL };
+	const char *env[] = { obuf, "OXR_LOG_LEVEL=error", NULL };
+	struct run r;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(obuf, sizeof(obuf), "OXR_ORDER=%s", order);
+	r = spawn_run(argv, env, NULL, 300);
+	expect_all_ranks(&r, n, mode);
+	run_free(&r);
+}
+
+Test(group, all_pairs_1_to_8_ranks_both_orders)
+{
+	int n;
+
+	for (n = 1; n <= 8; n++) {
+		run_group(n, "little", "pairs", "3");
+		run_group(n, "network", "pairs", "3");
+	}
+}
+
+Test(group, mixed_orders_in_one_group)
+{
+	/* OXR_ORDER differs per rank: each link settles on its own order */
+	const char *argv[] = { RUN, "-n", "3", "--", "/bin/sh", "-c",
+			       "if [ \"$OXR_RUN_RANK\" = 1 ]; then export OXR_ORDER=network; fi; exec "
+			       CHILD " pairs 3", NULL };
+	struct run r = spawn_run(argv, NULL, NULL, 300);
+
+	expect_all_ranks(&r, 3, "pairs");
+	run_free(&r);
+}
+
+Test(group, flood_of_1e5_messages_with_bounded_memory)
+{
+	/* a small receive queue, so the sender really is pushed back */
+	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "flood", "100000", NULL };
+	const char *env[] = { "OXR_RECV_QUEUE_BYTES=1048576", NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+
+	expect_all_ranks(&r, 2, "flood");
+	run_free(&r);
+}
+
+Test(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
+{
+	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "die", NULL };
+	struct run r = spawn_run(argv, NULL, NULL, 120);
+
+	cr_assert(!r.timed_out, "the group hung:\n%s\n%s", r.out, r.err);
+	cr_assert_neq(r.rc, 0, "oxr-run must report the killed rank");
+	cr_assert(strstr(r.out, "rank 0: die ok"), "survivor:\n%s\nstderr:\n%s", r.out, r.err);
+	cr_assert(strstr(r.out, "broke") || strstr(r.out, "closed"), "%s", r.out);
+	cr_assert(strstr(r.err, "rank 1"), "oxr-run names rank 1:\n%s", r.err);
+	run_free(&r);
+}
+
+Test(group, ring)
+{
+	run_group(5, "little", "ring", "x");
+}
+
+#ifdef OXR_HAVE_PMIX
+Test(group, the_same_group_under_mpirun_pmix)
+{
+	const char *argv[] = { "mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none",
+			       CHILD, "pairs", "3", NULL };
+	const char *env[] = { "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+			      "OMPI_MCA_btl=self", NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+
+	expect_all_ranks(&r, 4, "pairs");
+	run_free(&r);
+}
+#endif
