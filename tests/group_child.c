@@ -11,7 +11,6 @@
  *                           takes them slowly; both check their RSS stays bounded
  *   group_child die         rank 1 kills itself in the middle of sending a
  *                           64 MiB message; rank 0 must get an error, not hang
- *   group_child ring        a token goes round the ring once per rank
  */
 #include <signal.h>
 #include <stdio.h>
@@ -177,48 +176,6 @@ static int die(oxr_group *g)
 	return 0;
 }
 
-static int ring(oxr_group *g)
-{
-	int n = oxr_group_size(g), next = (rank + 1) % n, prev = (rank + n - 1) % n, round;
-	oxr_arena *a;
-
-	if (n == 1) {
-		printf("rank 0: ring ok (alone)\n");
-		return 0;
-	}
-	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
-	for (round = 0; round < n; round++) {
-		oxr_rmsg *m;
-		if (rank == round) {
-			oxr_ox_msg t = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_zz_si(a, round) };
-			CHECK(oxr_send(g, next, &t) == OXR_OK, "send");
-			CHECK(oxr_recv(g, prev, 30000, &m) == OXR_OK, "recv");
-			CHECK(m->msg.cmo->tag == OXR_CMO_ZZ, "token");
-			{
-				mpz_t z;
-				mpz_init(z);
-				oxr_cmo_get_mpz(m->msg.cmo, z);
-				CHECK(mpz_get_si(z) == round + (n - 1), "token went round: %ld", mpz_get_si(z));
-				mpz_clear(z);
-			}
-		} else {
-			mpz_t z;
-			oxr_ox_msg t = { .tag = OXR_OX_DATA };
-			CHECK(oxr_recv(g, prev, 30000, &m) == OXR_OK, "recv");
-			mpz_init(z);
-			oxr_cmo_get_mpz(m->msg.cmo, z);
-			mpz_add_ui(z, z, 1);
-			t.cmo = oxr_cmo_new_zz(a, z);
-			mpz_clear(z);
-			CHECK(oxr_send(g, next, &t) == OXR_OK, "send");
-		}
-		oxr_rmsg_free(m);
-	}
-	oxr_arena_destroy(a);
-	printf("rank %d: ring ok (%d rounds)\n", rank, n);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "pairs";
@@ -238,8 +195,6 @@ int main(int argc, char **argv)
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
 	else if (!strcmp(mode, "die"))
 		rc = die(g);
-	else if (!strcmp(mode, "ring"))
-		rc = ring(g);
 	else
 		CHECK(0, "unknown mode %s", mode);
 	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(b) == OXR_OK, "final barrier");

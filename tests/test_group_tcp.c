@@ -4,7 +4,8 @@
  * (and by Open MPI's mpirun through PMIx when oxr has PMIx): every pair
  * exchanging random objects of 0 B to 16 MiB in both byte orders, a 10^5
  * message flood with bounded memory, a rank killed in the middle of a
- * message, and the ring example.  The ranks are tests/group_child.c.
+ * message, and the ring example.  The ranks are tests/group_child.c and
+ * examples/ring.c.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -90,9 +91,22 @@ Test(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
 	run_free(&r);
 }
 
-Test(group, ring)
+Test(group, the_ring_example)
 {
-	run_group(5, "little", "ring", "x");
+	int n;
+
+	for (n = 1; n <= 5; n += 2) {
+		char nbuf[8], want[64];
+		const char *argv[] = { RUN, "-n", nbuf, "--", OXR_BIN_DIR "/ring", NULL };
+		struct run r;
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		snprintf(want, sizeof(want), "ring of %d over tcp: got %d, want %d: ok", n,
+			 n * (n - 1) / 2, n * (n - 1) / 2);
+		r = spawn_run(argv, NULL, NULL, 120);
+		cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+		cr_assert(strstr(r.out, want), "%s", r.out);
+		run_free(&r);
+	}
 }
 
 #ifdef OXR_HAVE_PMIX

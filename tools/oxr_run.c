@@ -118,10 +118,12 @@ static void put_hdr(uint8_t *h, uint32_t status, uint32_t seq, uint64_t len)
  */
 static int send_now(int fd, uint32_t status, uint32_t seq, const char *msg)
 {
-	size_t n = msg ? strnlen(msg, RUN_MAX_MSG) : 0;
+	size_t n = msg ? strlen(msg) : 0; /* our own NUL-terminated texts */
 	uint8_t h[RUN_HDR_BYTES];
-	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)msg, n } };
+	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)msg, n < RUN_MAX_MSG ? n : RUN_MAX_MSG } };
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	n = iov[1].iov_len;
 
 	put_hdr(h, status, seq, n);
 	return sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)(sizeof(h) + n) ? 0 : -1;

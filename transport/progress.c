@@ -60,8 +60,8 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 	va_end(ap);
 	l->err = st;
 	l->state = LINK_FAILED;
-	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : OXR_LOG_WARN, "rank %d: %s", g->rank,
-		l->errmsg);
+	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : l->orderly ? OXR_LOG_INFO : OXR_LOG_WARN,
+		"rank %d: %s", g->rank, l->errmsg);
 	if (l->fd >= 0) {
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, l->fd, NULL);
 		close(l->fd);
@@ -186,16 +186,18 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				break;
 			if (k <= 0) {
 				uint64_t at = oxr_decoder_pending(l->dec);
-				if (k == 0 && at == 0)
+				if (k == 0 && at == 0) {
+					l->orderly = 1; /* between messages: how groups end */
 					oxr_link_fail(g, l, OXR_ERR_PEER,
 						      "link to rank %d (%s) closed by the peer", l->peer,
 						      l->addr);
-				else
+				} else {
 					oxr_link_fail(g, l, OXR_ERR_PEER,
 						      "link to rank %d (%s) broke%s%s (after %llu bytes of "
 						      "a message)", l->peer, l->addr, k ? ": " : "",
 						      k ? strerror(errno) : " in the middle of a message",
 						      (unsigned long long)at);
+				}
 				break;
 			}
 			l->rlen = (size_t)k;

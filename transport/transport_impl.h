@@ -46,6 +46,7 @@ enum link_state { LINK_NONE, LINK_OPEN, LINK_FAILED };
 
 struct link {
 	int fd, state, mode, order, peer;
+	int orderly;            /* the peer closed between messages */
 	char addr[64];          /* the peer's address, for messages */
 	oxr_status_t err;
 	char errmsg[256];
