@@ -185,33 +185,45 @@ static oxr_status_t bulk_begin(struct oxr_decoder *d, oxr_cmo *o, uint64_t n, ui
 	return OXR_OK;
 }
 
+/* Room for `need` more payload bytes (growing 4x, never past the length). */
+static oxr_status_t bulk_reserve(struct oxr_decoder *d, size_t need)
+{
+	size_t cap = d->bulk_cap * 4;
+	uint8_t *nb;
+
+	if (d->bulk_have + need <= d->bulk_cap)
+		return OXR_OK;
+	if (cap < d->bulk_have + need)
+		cap = d->bulk_have + need;
+	if (cap > d->bulk_len)
+		cap = d->bulk_len;
+	nb = oxr_arena_grow(d->bulk, cap);
+	if (!nb)
+		return fail(d, OXR_ERR_NOMEM, d->off, "cannot grow a payload to %zu bytes", cap);
+	d->bulk = nb;
+	d->bulk_cap = cap;
+	return OXR_OK;
+}
+
 /* OXR_OK when the payload is complete, OXR_AGAIN when the piece ran out. */
 static oxr_status_t bulk_more(struct oxr_decoder *d, oxr_cmo *o)
 {
 	size_t avail = (size_t)(d->end - d->in);
 	size_t k = d->bulk_len - d->bulk_have;
+	oxr_status_t st;
 
-	if (k == 0)
-		return OXR_OK;
+	if (!d->bulk)
+		return OXR_OK; /* empty, or pointed at in the piece */
 	if (k > avail)
 		k = avail;
-	if (d->bulk_have + k > d->bulk_cap) {
-		size_t cap = d->bulk_cap * 4;
-		uint8_t *nb;
-		if (cap < d->bulk_have + k)
-			cap = d->bulk_have + k;
-		if (cap > d->bulk_len)
-			cap = d->bulk_len;
-		nb = oxr_arena_grow(d->bulk, cap);
-		if (!nb)
-			return fail(d, OXR_ERR_NOMEM, d->off, "cannot grow a payload to %zu bytes", cap);
-		d->bulk = nb;
-		d->bulk_cap = cap;
+	if (k) {
+		if ((st = bulk_reserve(d, k)))
+			return st;
+		memcpy(d->bulk + d->bulk_have, d->in, k);
+		d->bulk_have += k;
+		d->in += k;
+		d->off += k;
 	}
-	memcpy(d->bulk + d->bulk_have, d->in, k);
-	d->bulk_have += k;
-	d->in += k;
-	d->off += k;
 	if (d->bulk_have < d->bulk_len)
 		return OXR_AGAIN;
 	if (d->bulk_grown)
@@ -220,6 +232,25 @@ static oxr_status_t bulk_more(struct oxr_decoder *d, oxr_cmo *o)
 	d->bulk = NULL;
 	d->bulk_grown = 0;
 	return OXR_OK;
+}
+
+size_t oxr_decoder_direct(oxr_decoder *d, void **dst)
+{
+	size_t room;
+
+	if (!d->bulk || d->acc_len || d->err || d->done || d->bulk_have == d->bulk_len)
+		return 0;
+	if (d->bulk_have == d->bulk_cap && bulk_reserve(d, 1))
+		return 0;
+	room = d->bulk_cap - d->bulk_have;
+	*dst = d->bulk + d->bulk_have;
+	return room;
+}
+
+void oxr_decoder_advance(oxr_decoder *d, size_t n)
+{
+	d->bulk_have += n;
+	d->off += n;
 }
 
 /* ZZ: canonical form has no zero top word, and 0 has no words. */

@@ -255,3 +255,48 @@ Test(roundtrip, zz_values_through_gmp)
 			}
 	mpz_clears(z, back, NULL);
 }
+
+/* Reading straight into payloads (oxr_decoder_direct) gives the same objects
+ * as feeding, whatever the piece sizes. */
+Test(roundtrip, direct_payload_reads)
+{
+	uint64_t s = rnd_seed() + 17;
+	int i, directs = 0;
+
+	for (i = 0; i < 300; i++) {
+		oxr_cmo *o = rnd_cmo(A, &s, 4);
+		oxr_decoder *d;
+		uint8_t *b;
+		size_t n, off = 0, used;
+		oxr_status_t st = OXR_AGAIN;
+
+		cr_assert_eq(oxr_cmo_encode_alloc(o, i & 1, &b, &n), OXR_OK);
+		cr_assert_eq(oxr_decoder_create(&d, OXR_DECODE_CMO, i & 1, NULL, B), OXR_OK);
+		while (st == OXR_AGAIN) {
+			void *dst;
+			size_t room = oxr_decoder_direct(d, &dst), k;
+			if (room) {
+				k = 1 + rnd_below(&s, (uint32_t)(room < 3000 ? room : 3000));
+				if (k > n - off)
+					k = n - off;
+				memcpy(dst, b + off, k);
+				oxr_decoder_advance(d, k);
+				off += k;
+				directs++;
+				k = 0; /* then a feed of nothing */
+			} else {
+				k = 1 + rnd_below(&s, 50);
+				if (k > n - off)
+					k = n - off;
+			}
+			st = oxr_decoder_feed(d, b + off, k, 0, &used);
+			off += used;
+		}
+		cr_assert_eq(st, OXR_OK, "%s", oxr_decoder_error(d));
+		cr_assert_eq(off, n);
+		cr_assert(oxr_cmo_equal(o, oxr_decoder_cmo(d)));
+		oxr_decoder_destroy(d);
+		free(b);
+	}
+	cr_assert_gt(directs, 100, "the direct path ran");
+}

@@ -31,6 +31,7 @@
 
 #define RBUF 65536
 #define BIG_PAYLOAD 16384 /* payloads at least this long are written from the object */
+#define DIRECT_MIN 16384  /* and read into it */
 
 static void complete_send(struct sendop *op, oxr_status_t st)
 {
@@ -181,7 +182,11 @@ void oxr_link_read(oxr_group *g, struct link *l)
 		oxr_status_t st;
 
 		if (l->roff == l->rlen) {
-			ssize_t k = recv(l->fd, l->rbuf, RBUF, 0);
+			/* a large payload is read straight into its place, not via rbuf */
+			void *dst = NULL;
+			size_t room = oxr_decoder_direct(l->dec, &dst);
+			int direct = room >= DIRECT_MIN;
+			ssize_t k = direct ? recv(l->fd, dst, room, 0) : recv(l->fd, l->rbuf, RBUF, 0);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (k <= 0) {
@@ -200,8 +205,13 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				}
 				break;
 			}
-			l->rlen = (size_t)k;
-			l->roff = 0;
+			if (direct) {
+				oxr_decoder_advance(l->dec, (size_t)k);
+				l->rlen = l->roff = 0; /* then a feed of nothing moves the decoder on */
+			} else {
+				l->rlen = (size_t)k;
+				l->roff = 0;
+			}
 		}
 		st = oxr_decoder_feed(l->dec, l->rbuf + l->roff, l->rlen - l->roff, 0, &used);
 		l->roff += used;

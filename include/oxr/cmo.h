@@ -248,6 +248,16 @@ oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 oxr_cmo *oxr_decoder_cmo(const oxr_decoder *d);
 /* Bytes of the current (or just finished) object consumed so far. */
 uint64_t oxr_decoder_offset(const oxr_decoder *d);
+/*
+ * Reading straight into a payload: while the decoder copies a payload (not
+ * in a borrowed piece), oxr_decoder_direct gives where its next bytes go and
+ * how many fit there (0: nothing to offer); the caller reads at most that
+ * many bytes into it, reports them with oxr_decoder_advance, and then feeds
+ * the rest of the stream as usual (a feed of 0 bytes finishes the object).
+ * This saves the copy out of a socket buffer for large payloads.
+ */
+size_t oxr_decoder_direct(oxr_decoder *d, void **dst);
+void oxr_decoder_advance(oxr_decoder *d, size_t n);
 /* Bytes of an object begun but not finished (0 between objects). */
 uint64_t oxr_decoder_pending(const oxr_decoder *d);
 /* The message of the decoder's error ("" if none). */
