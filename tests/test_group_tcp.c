@@ -96,7 +96,7 @@ Test(group, the_ring_example)
 	int n;
 
 	for (n = 1; n <= 5; n += 2) {
-		char nbuf[8], want[64];
+		char nbuf[16], want[128];
 		const char *argv[] = { RUN, "-n", nbuf, "--", OXR_BIN_DIR "/ring", NULL };
 		struct run r;
 		snprintf(nbuf, sizeof(nbuf), "%d", n);

@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (one.cmo)
 			reencode(one.cmo, ctl & 1, a);
 	} else {
-		CHECK(s1 < 0 && oxr_errmsg()[0]);
+		CHECK(s1 < 0);
 	}
 	oxr_arena_destroy(a);
 	return 0;
