@@ -33,15 +33,7 @@
 #include "oxr/boot.h"
 #include "oxr_internal.h"
 
-/* As in transport/boot_run.c. */
-#define RUN_VERSION 1
-#define RUN_HELLO_BYTES 44
-#define RUN_HDR_BYTES 16
-#define RUN_OP_ALLGATHER 1
-#define RUN_MAX_BLOB (64ull << 20)
-#define RUN_MAX_ROUND (1ull << 30)
-#define RUN_MAX_MSG 1024
-#define RUN_MAX_SIZE 4096
+#include "boot_run_proto.h"
 
 #define KILL_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
 #define EXIT_GRACE_MS 500  /* from a rank's link closing to "it left" */

@@ -45,14 +45,7 @@
 #include "boot_impl.h"
 #include "oxr_internal.h"
 
-#define RUN_VERSION 1
-#define RUN_HELLO_BYTES 44
-#define RUN_HDR_BYTES 16
-#define RUN_OP_ALLGATHER 1
-#define RUN_MAX_BLOB (64ull << 20)
-#define RUN_MAX_ROUND (1ull << 30)
-#define RUN_MAX_MSG 1024
-#define RUN_MAX_SIZE 4096
+#include "boot_run_proto.h"
 
 struct run {
 	int fd, size;
