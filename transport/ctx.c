@@ -8,6 +8,9 @@
 
 #include "oxr_internal.h"
 #include "transport_impl.h"
+#ifdef OXR_HAVE_VERBS
+#include "verbs_dev.h"
+#endif
 
 static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *out)
 {
@@ -45,6 +48,59 @@ static oxr_status_t env_word(const char *name, const char *const *words, int def
 		       words[2] ? words[2] : "");
 }
 
+/*
+ * auto: verbs when a device opens, else tcp; verbs: a device or an error;
+ * tcp: never touches the verbs stack.  One log line says which and why.
+ */
+static oxr_status_t choose_transport(oxr_ctx *c, int tr)
+{
+#ifdef OXR_HAVE_VERBS
+	long slots, slot_bytes, tmo, retry, gid;
+	oxr_status_t st;
+
+	if (tr == 1) {
+		oxr_log(c, OXR_LOG_INFO, "transport tcp (OXR_TRANSPORT=tcp)");
+		return OXR_OK;
+	}
+	if ((st = env_int("OXR_VERBS_SLOTS", 4, 4096, 64, &slots)) ||
+	    (st = env_int("OXR_VERBS_SLOT_BYTES", 256, 1 << 20, 8192, &slot_bytes)) ||
+	    (st = env_int("OXR_VERBS_TIMEOUT", 1, 31, 14, &tmo)) ||
+	    (st = env_int("OXR_VERBS_RETRY", 0, 7, 7, &retry)) ||
+	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)))
+		return st;
+	c->vslots = (uint32_t)slots;
+	c->vslot_bytes = (uint32_t)slot_bytes;
+	c->vtimeout = (int)tmo;
+	c->vretry = (int)retry;
+	c->verbs_required = tr == 2;
+	c->vdev = calloc(1, sizeof(*c->vdev));
+	if (!c->vdev)
+		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
+	st = oxr_vdev_open(getenv("OXR_DEVICE"), (int)gid, c->vdev);
+	if (st == OXR_OK) {
+		c->transport = "verbs";
+		oxr_log(c, OXR_LOG_INFO, "transport verbs on %s port %u (%s)", c->vdev->name,
+			c->vdev->port, c->vdev->why);
+		return OXR_OK;
+	}
+	free(c->vdev);
+	c->vdev = NULL;
+	if (tr == 2)
+		return oxr_err(st, "OXR_TRANSPORT=verbs: %s", oxr_errmsg());
+	oxr_log(c, OXR_LOG_INFO, "transport tcp (auto: %s)", oxr_errmsg());
+	return OXR_OK;
+#else
+	if (tr == 2)
+		return oxr_err(OXR_ERR_UNSUPPORTED,
+			       "OXR_TRANSPORT=verbs: this oxr was built without the verbs backend "
+			       "(it needs libibverbs-dev, librdmacm-dev and libhwloc-dev at build "
+			       "time); use OXR_TRANSPORT=tcp or auto");
+	oxr_log(c, OXR_LOG_INFO, "transport tcp (%s)",
+		tr == 1 ? "OXR_TRANSPORT=tcp" : "auto: built without the verbs backend");
+	return OXR_OK;
+#endif
+}
+
 oxr_status_t oxr_ctx_create(oxr_ctx **out)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
@@ -67,24 +123,28 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 		free(c);
 		return st;
 	}
-	if (tr == 2) {
-		free(c);
-		return oxr_err(OXR_ERR_UNSUPPORTED,
-			       "OXR_TRANSPORT=verbs: this oxr has no verbs backend yet; "
-			       "use OXR_TRANSPORT=tcp or auto");
-	}
 	c->spin_us = (int)spin;
 	c->link_timeout_ms = (int)tmo;
 	c->recv_queue_bytes = (size_t)rq;
 	c->transport = "tcp";
-	oxr_log(c, OXR_LOG_INFO, "transport tcp (%s)",
-		tr == 1 ? "OXR_TRANSPORT=tcp" : "auto: no RDMA backend in this build");
+	if ((st = choose_transport(c, tr))) {
+		free(c);
+		return st;
+	}
 	*out = c;
 	return OXR_OK;
 }
 
 void oxr_ctx_destroy(oxr_ctx *c)
 {
+	if (!c)
+		return;
+#ifdef OXR_HAVE_VERBS
+	if (c->vdev) {
+		oxr_vdev_close(c->vdev);
+		free(c->vdev);
+	}
+#endif
 	free(c);
 }
 

@@ -45,7 +45,10 @@ void oxr_group_destroy(oxr_group *g)
 	if (!g)
 		return;
 	for (i = 0; i < g->size; i++)
+		oxr_link_drain(g, &g->links[i]);
+	for (i = 0; i < g->size; i++)
 		oxr_link_close(g, &g->links[i]);
+	oxr_link_engine_free(g);
 	for (i = 0; i < g->nlis; i++)
 		close(g->lis[i].fd);
 	free(g->lis);
@@ -105,6 +108,23 @@ oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound)
 	return OXR_OK;
 }
 
+/* Handshake, the transport upgrade of authenticated links, then the engine. */
+static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int peer,
+			      const char *addr, int timeout_ms)
+{
+	struct vlink *v = NULL;
+	int order;
+	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &order);
+
+	if (st == OXR_OK && mode == OXR_LINK_AUTH)
+		st = oxr_link_upgrade(g, fd, peer, addr, timeout_ms, &v);
+	if (st) {
+		close(fd);
+		return st;
+	}
+	return oxr_link_attach(g, peer, fd, mode, order, addr, v);
+}
+
 static int check_mode(int mode)
 {
 	return mode == OXR_LINK_AUTH || mode == OXR_LINK_OPENXM;
@@ -114,7 +134,7 @@ oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, in
 {
 	struct listener *l;
 	char addr[64];
-	int fd, order, peer = peer_rank;
+	int fd, peer = peer_rank;
 	oxr_status_t st;
 
 	if (!check_mode(mode) || (peer_rank < 0 && mode == OXR_LINK_OPENXM) ||
@@ -130,19 +150,14 @@ oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, in
 	l = find_listener(g, port);
 	if ((st = oxr_tcp_accept(l->fd, timeout_ms, &fd, addr, sizeof(addr))))
 		return st;
-	st = oxr_link_handshake(g, fd, mode, 1, &peer, addr, timeout_ms, &order);
-	if (st) {
-		close(fd);
-		return st;
-	}
-	return oxr_link_attach(g, peer, fd, mode, order, addr);
+	return open_link(g, fd, mode, 1, peer, addr, timeout_ms);
 }
 
 oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
 			      int mode, int timeout_ms)
 {
 	char addr[64];
-	int fd, order, peer = peer_rank;
+	int fd, peer = peer_rank;
 	oxr_status_t st;
 
 	if (!check_mode(mode) || peer_rank < 0 || peer_rank >= g->size || peer_rank == g->rank)
@@ -155,12 +170,7 @@ oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer
 	if ((st = oxr_tcp_connect(host, port, timeout_ms, &fd)))
 		return st;
 	snprintf(addr, sizeof(addr), "%s:%d", host, port);
-	st = oxr_link_handshake(g, fd, mode, 0, &peer, addr, timeout_ms, &order);
-	if (st) {
-		close(fd);
-		return st;
-	}
-	return oxr_link_attach(g, peer, fd, mode, order, addr);
+	return open_link(g, fd, mode, 0, peer, addr, timeout_ms);
 }
 
 int oxr_link_is_open(const oxr_group *g, int peer)
@@ -236,7 +246,7 @@ static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 	free(q);
 	/* Below the bound again: bytes already buffered must be decoded now,
 	 * since epoll will not report them a second time. */
-	if (l->state == LINK_OPEN && l->roff < l->rlen)
+	if (l->state == LINK_OPEN && oxr_link_buffered(l))
 		oxr_link_read(g, l);
 	else
 		oxr_link_update_events(g, l);

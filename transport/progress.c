@@ -28,6 +28,9 @@
 #include "oxr_internal.h"
 #include "cmo_encode.h"
 #include "transport_impl.h"
+#ifdef OXR_HAVE_VERBS
+#include "verbs_link.h"
+#endif
 
 #define RBUF 65536
 #define BIG_PAYLOAD 16384 /* payloads at least this long are written from the object */
@@ -47,6 +50,13 @@ static void complete_send(struct sendop *op, oxr_status_t st)
 		free(op->mem);
 		free(op);
 	}
+}
+
+static void destroy_v(oxr_group *g, struct vlink *v)
+{
+#ifdef OXR_HAVE_VERBS
+	oxr_vlink_destroy(g, v);
+#endif
 }
 
 void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
@@ -76,7 +86,7 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 }
 
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
-			     const char *addr)
+			     const char *addr, struct vlink *v)
 {
 	struct link *l = &g->links[peer];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
@@ -84,6 +94,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 
 	if (l->state == LINK_OPEN) {
 		close(fd);
+		destroy_v(g, v);
 		return oxr_err(OXR_ERR_INVAL, "a link to rank %d is already open", peer);
 	}
 	oxr_link_close(g, l);
@@ -96,19 +107,99 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 		st = oxr_err(OXR_ERR_IO, "epoll_ctl: %s", strerror(errno));
 	if (st) {
 		close(fd);
+		destroy_v(g, v);
 		oxr_link_close(g, l);
 		return st;
 	}
 	l->fd = fd;
+	l->v = v;
 	l->peer = peer;
 	l->mode = mode;
 	l->order = order;
 	l->events = EPOLLIN;
 	l->state = LINK_OPEN;
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s) open", g->rank,
-		peer, addr, order ? "little" : "network", mode == OXR_LINK_AUTH ? "auth" : "openxm");
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s) open",
+		g->rank, peer, addr, order ? "little" : "network",
+		mode == OXR_LINK_AUTH ? "auth" : "openxm", v ? "verbs" : "tcp");
 	return OXR_OK;
+}
+
+void oxr_link_drain(oxr_group *g, struct link *l)
+{
+#ifdef OXR_HAVE_VERBS
+	oxr_vlink_drain(g, l, 1000);
+#endif
+}
+
+void oxr_link_engine_free(oxr_group *g)
+{
+#ifdef OXR_HAVE_VERBS
+	oxr_vgroup_destroy(g);
+#endif
+}
+
+int oxr_link_buffered(const struct link *l)
+{
+#ifdef OXR_HAVE_VERBS
+	if (oxr_vlink_buffered(l->v))
+		return 1;
+#endif
+	return l->roff < l->rlen;
+}
+
+/* The stream of a link: its QP when it has one, else its socket. */
+static ssize_t stream_recv(oxr_group *g, struct link *l, void *buf, size_t n)
+{
+#ifdef OXR_HAVE_VERBS
+	if (l->v)
+		return oxr_vlink_recv(g, l, buf, n);
+#endif
+	return recv(l->fd, buf, n, 0);
+}
+
+static ssize_t stream_sendv(oxr_group *g, struct link *l, struct iovec *iov, int niov)
+{
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
+
+#ifdef OXR_HAVE_VERBS
+	if (l->v)
+		return oxr_vlink_sendv(g, l, iov, niov);
+#endif
+	return sendmsg(l->fd, &mh, MSG_NOSIGNAL);
+}
+
+/*
+ * The socket of a verbs link carries nothing after the upgrade, so a read
+ * there is the peer's end: EOF (it exited or closed the group) or bytes (a
+ * protocol error).  What its QP delivered before comes first.
+ */
+static void socket_event(oxr_group *g, struct link *l)
+{
+	uint8_t b;
+	ssize_t k;
+	int n;
+
+#ifdef OXR_HAVE_VERBS
+	(void)oxr_vgroup_poll(g, &n);
+#endif
+	(void)n;
+	if (l->state != LINK_OPEN)
+		return;
+	if (oxr_link_buffered(l))
+		oxr_link_read(g, l);
+	k = recv(l->fd, &b, 1, MSG_DONTWAIT);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (k == 0 && oxr_decoder_pending(l->dec) == 0 && !oxr_link_buffered(l)) {
+		l->orderly = 1;
+		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) closed by the peer",
+			      l->peer, l->addr);
+	} else {
+		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
+			      l->addr, k < 0 ? strerror(errno) : k == 0 ? "the peer went away in "
+			      "the middle of a message" : "bytes on the socket of a verbs link");
+	}
 }
 
 /* Frees everything of a link; it goes back to LINK_NONE. */
@@ -126,6 +217,7 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	oxr_decoder_destroy(l->dec);
 	oxr_arena_destroy(l->arena);
 	free(l->rbuf);
+	destroy_v(g, l->v);
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
 }
@@ -136,8 +228,11 @@ void oxr_link_update_events(oxr_group *g, struct link *l)
 
 	if (l->state != LINK_OPEN)
 		return;
-	ev.events = (l->rq_bytes < g->ctx->recv_queue_bytes ? EPOLLIN : 0) |
-		    (l->sq_head ? EPOLLOUT : 0);
+	/* a verbs link's socket only ever tells the peer's end; its QP's credits
+	 * do the flow control */
+	ev.events = l->v ? EPOLLIN
+			 : (l->rq_bytes < g->ctx->recv_queue_bytes ? EPOLLIN : 0) |
+				   (l->sq_head ? EPOLLOUT : 0);
 	if (ev.events != l->events) {
 		epoll_ctl(g->epfd, EPOLL_CTL_MOD, l->fd, &ev);
 		l->events = ev.events;
@@ -186,7 +281,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			void *dst = NULL;
 			size_t room = oxr_decoder_direct(l->dec, &dst);
 			int direct = room >= DIRECT_MIN;
-			ssize_t k = direct ? recv(l->fd, dst, room, 0) : recv(l->fd, l->rbuf, RBUF, 0);
+			ssize_t k = direct ? stream_recv(g, l, dst, room)
+					   : stream_recv(g, l, l->rbuf, RBUF);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (k <= 0) {
@@ -237,16 +333,14 @@ void oxr_link_read(oxr_group *g, struct link *l)
 	oxr_link_update_events(g, l);
 }
 
-static void do_write(oxr_group *g, struct link *l)
+void oxr_link_write(oxr_group *g, struct link *l)
 {
 	while (l->state == LINK_OPEN && l->sq_head) {
 		struct sendop *op = l->sq_head;
-		struct msghdr mh = { .msg_iov = op->iov + op->cur, .msg_iovlen = (size_t)(op->niov - op->cur) };
+		int niov = op->niov - op->cur;
 		ssize_t k;
 
-		if (mh.msg_iovlen > 64)
-			mh.msg_iovlen = 64;
-		k = sendmsg(l->fd, &mh, MSG_NOSIGNAL);
+		k = stream_sendv(g, l, op->iov + op->cur, niov > 64 ? 64 : niov);
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
 		if (k < 0) {
@@ -279,15 +373,39 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	struct epoll_event ev[32];
 	int n, i;
 
+#ifdef OXR_HAVE_VERBS
+	if (g->vg) {
+		int got;
+		oxr_status_t st = oxr_vgroup_poll(g, &got);
+		if (st)
+			return st;
+		/* a sleep needs the channel armed, and nothing arriving meanwhile */
+		if (got || (timeout_ms != 0 && oxr_vgroup_arm(g)))
+			timeout_ms = 0;
+	}
+#endif
 	n = epoll_wait(g->epfd, ev, 32, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? OXR_OK : oxr_err(OXR_ERR_IO, "epoll_wait: %s", strerror(errno));
 	for (i = 0; i < n; i++) {
-		struct link *l = &g->links[ev[i].data.u32];
+		struct link *l;
+		if (ev[i].data.u32 == OXR_EPOLL_CQ) {
+#ifdef OXR_HAVE_VERBS
+			int got;
+			oxr_vgroup_event(g);
+			(void)oxr_vgroup_poll(g, &got);
+#endif
+			continue;
+		}
+		l = &g->links[ev[i].data.u32];
+		if (l->v && (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+			socket_event(g, l);
+			continue;
+		}
 		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 			oxr_link_read(g, l);
 		if (ev[i].events & EPOLLOUT)
-			do_write(g, l);
+			oxr_link_write(g, l);
 	}
 	return OXR_OK;
 }
@@ -361,7 +479,7 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	else
 		l->sq_head = op;
 	l->sq_tail = op;
-	do_write(g, l); /* most messages leave right here, without an epoll round */
+	oxr_link_write(g, l); /* most messages leave right here, without an epoll round */
 	*out = op;
 	return OXR_OK;
 }

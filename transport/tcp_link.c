@@ -50,7 +50,7 @@ static const char *refusal_text(uint32_t r)
 	return "refused";
 }
 
-static int64_t now_ms(void)
+int64_t oxr_now_ms(void)
 {
 	struct timespec ts;
 
@@ -60,7 +60,7 @@ static int64_t now_ms(void)
 
 static int left_ms(int64_t deadline)
 {
-	int64_t l = deadline - now_ms();
+	int64_t l = deadline - oxr_now_ms();
 
 	return l < 0 ? 0 : l > INT32_MAX ? INT32_MAX : (int)l;
 }
@@ -169,7 +169,7 @@ static int try_connect(const struct addrinfo *ai, int timeout_ms, int *err)
 oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = oxr_now_ms() + timeout_ms;
 	char service[16];
 	int rc, s = -1, err = 0;
 
@@ -201,8 +201,8 @@ oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd
 }
 
 /* Exactly n bytes, or an error, within the deadline. */
-static oxr_status_t io_full(int fd, void *buf, size_t n, int writing, int64_t deadline,
-			    const char *addr)
+oxr_status_t oxr_tcp_io(int fd, void *buf, size_t n, int writing, int64_t deadline,
+		       const char *addr)
 {
 	uint8_t *p = buf;
 
@@ -266,9 +266,9 @@ static oxr_status_t auth_acceptor(oxr_group *g, int fd, int *peer, const char *a
 	put_u32(a + 12, (uint32_t)g->rank);
 	if (getrandom(a + 16, 16, 0) != 16)
 		return oxr_err(OXR_ERR_IO, "handshake: getrandom: %s", strerror(errno));
-	if ((st = io_full(fd, a, 32, 1, deadline, addr)))
+	if ((st = oxr_tcp_io(fd, a, 32, 1, deadline, addr)))
 		return st;
-	if ((st = io_full(fd, c, 68, 0, deadline, addr)))
+	if ((st = oxr_tcp_io(fd, c, 68, 0, deadline, addr)))
 		return st != OXR_ERR_TIMEOUT ? st
 		       : oxr_err(st, "handshake with %s: no oxr answer in time (a plain OpenXM peer? "
 				 "its link needs OXR_LINK_OPENXM)", addr);
@@ -285,7 +285,7 @@ static oxr_status_t auth_acceptor(oxr_group *g, int fd, int *peer, const char *a
 	if (reason) {
 		memcpy(k, "OXRN", 4);
 		put_u32(k + 4, reason);
-		io_full(fd, k, 8, 1, deadline, addr);
+		oxr_tcp_io(fd, k, 8, 1, deadline, addr);
 		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d refused a link from %s claiming rank %u: %s",
 			g->rank, addr, claimed, refusal_text(reason));
 		return oxr_err(OXR_ERR_AUTH, "refused a link from %s claiming rank %u: %s", addr,
@@ -293,7 +293,7 @@ static oxr_status_t auth_acceptor(oxr_group *g, int fd, int *peer, const char *a
 	}
 	memcpy(k, "OXRK", 4);
 	mac(g, "oxr-a", c + 20, a + 16, (uint32_t)g->rank, claimed, k + 4);
-	if ((st = io_full(fd, k, 36, 1, deadline, addr)))
+	if ((st = oxr_tcp_io(fd, k, 36, 1, deadline, addr)))
 		return st;
 	*peer = (int)claimed;
 	return OXR_OK;
@@ -305,7 +305,7 @@ static oxr_status_t auth_connector(oxr_group *g, int fd, int peer, const char *a
 	uint8_t a[32], c[68], k[36], want_mac[32];
 	oxr_status_t st;
 
-	if ((st = io_full(fd, a, 32, 0, deadline, addr)))
+	if ((st = oxr_tcp_io(fd, a, 32, 0, deadline, addr)))
 		return st;
 	if (memcmp(a, "OXRA", 4) || get_u32(a + 4) != HS_VERSION)
 		return oxr_err(OXR_ERR_PROTO,
@@ -322,13 +322,13 @@ static oxr_status_t auth_connector(oxr_group *g, int fd, int peer, const char *a
 	if (getrandom(c + 20, 16, 0) != 16)
 		return oxr_err(OXR_ERR_IO, "handshake: getrandom: %s", strerror(errno));
 	mac(g, "oxr-c", a + 16, c + 20, (uint32_t)g->rank, (uint32_t)peer, c + 36);
-	if ((st = io_full(fd, c, 68, 1, deadline, addr)) ||
-	    (st = io_full(fd, k, 8, 0, deadline, addr)))
+	if ((st = oxr_tcp_io(fd, c, 68, 1, deadline, addr)) ||
+	    (st = oxr_tcp_io(fd, k, 8, 0, deadline, addr)))
 		return st;
 	if (!memcmp(k, "OXRN", 4))
 		return oxr_err(OXR_ERR_AUTH, "rank %d at %s refused the link: %s", peer, addr,
 			       refusal_text(get_u32(k + 4)));
-	if (memcmp(k, "OXRK", 4) || (st = io_full(fd, k + 8, 28, 0, deadline, addr)))
+	if (memcmp(k, "OXRK", 4) || (st = oxr_tcp_io(fd, k + 8, 28, 0, deadline, addr)))
 		return st ? st : oxr_err(OXR_ERR_PROTO, "handshake with %s: bad answer", addr);
 	mac(g, "oxr-a", c + 20, a + 16, (uint32_t)peer, (uint32_t)g->rank, want_mac);
 	if (!oxr_mac_equal(k + 4, want_mac, 32))
@@ -340,7 +340,7 @@ static oxr_status_t auth_connector(oxr_group *g, int fd, int peer, const char *a
 oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
 				const char *addr, int timeout_ms, int *order)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = oxr_now_ms() + timeout_ms;
 	uint8_t mine = oxr_order_byte(g->ctx->order), theirs;
 	oxr_status_t st;
 
@@ -348,8 +348,8 @@ oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, in
 		return oxr_err(OXR_ERR_INVAL, "an OXR_LINK_AUTH link needs the group token: call "
 			       "oxr_group_set_token (or build the group with oxr_group_boot)");
 	/* RFC-102 (asir register_102): both sides write first; one byte cannot block */
-	if ((st = io_full(fd, &mine, 1, 1, deadline, addr)) ||
-	    (st = io_full(fd, &theirs, 1, 0, deadline, addr)) ||
+	if ((st = oxr_tcp_io(fd, &mine, 1, 1, deadline, addr)) ||
+	    (st = oxr_tcp_io(fd, &theirs, 1, 0, deadline, addr)) ||
 	    (st = oxr_order_resolve(mine, theirs, order)))
 		return st;
 	if (mode == OXR_LINK_OPENXM)

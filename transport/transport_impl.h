@@ -17,8 +17,15 @@ struct oxr_ctx {
 	size_t recv_queue_bytes;
 	int order;               /* what we ask for on our links */
 	oxr_cmo_limits limits;
-	const char *transport;   /* "tcp" */
+	const char *transport;   /* "tcp" or "verbs" */
+	struct oxr_vdev *vdev;   /* the RDMA device when transport is verbs */
+	uint32_t vslots, vslot_bytes; /* ring geometry per verbs link */
+	int vtimeout, vretry;    /* QP local ACK timeout exponent and retry count */
+	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 };
+
+/* The epoll key of the group's completion channel (links use their rank). */
+#define OXR_EPOLL_CQ 0xffffffffu
 
 void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -60,6 +67,7 @@ struct link {
 	/* sending */
 	struct sendop *sq_head, *sq_tail;
 	uint32_t events;        /* what epoll watches for now */
+	struct vlink *v;        /* verbs: the stream goes over its QP; fd only tells death */
 };
 
 struct listener {
@@ -81,6 +89,7 @@ struct oxr_group {
 	oxr_win *wins;          /* this rank's windows */
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
+	struct vgroup *vg;      /* verbs: the CQ of every verbs link */
 };
 
 struct oxr_req {
@@ -98,19 +107,36 @@ oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd
 /* Runs the byte-order exchange and, for OXR_LINK_AUTH, the token proof.
  * Acceptor: *peer is in/out (in: the rank it expects, -1 any higher than
  * mine not yet linked; out: the rank proved).  Fails with the reason. */
+/* Exactly n bytes written or read on a blocking socket before deadline_ms
+ * (CLOCK_MONOTONIC ms, oxr_now_ms). */
+oxr_status_t oxr_tcp_io(int fd, void *buf, size_t n, int writing, int64_t deadline_ms,
+			const char *addr);
+int64_t oxr_now_ms(void);
 oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
 				const char *addr, int timeout_ms, int *order);
 
 /* progress.c */
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
-			     const char *addr);
+			     const char *addr, struct vlink *v);
 void oxr_link_close(oxr_group *g, struct link *l);
+/* Bounded wait for what the link has posted but not completed (verbs). */
+void oxr_link_drain(oxr_group *g, struct link *l);
+/* What the engine holds for the group beyond its links (the verbs CQ). */
+void oxr_link_engine_free(oxr_group *g);
+/* 1 if the link holds received bytes not yet decoded. */
+int oxr_link_buffered(const struct link *l);
 /* Fails the link: records the error, completes its requests with it. */
 void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void oxr_link_update_events(oxr_group *g, struct link *l);
 /* Reads and decodes what the link has (its buffer first), up to the queue bound. */
 void oxr_link_read(oxr_group *g, struct link *l);
+/* Writes what the link's send queue has, as far as the link takes it now. */
+void oxr_link_write(oxr_group *g, struct link *l);
+/* link_upgrade.c: on an OXR_LINK_AUTH link both sides offer their QPs over
+ * the socket; when both have verbs, *v is the connected QP, else NULL (TCP). */
+oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, const char *addr,
+			      int timeout_ms, struct vlink **v);
 /* One round: waits up to timeout_ms for events (0: just polls). */
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the link fails;

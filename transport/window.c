@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-sided windows over TCP.  A put is a private OX frame whose CMO is
+ * One-sided windows.  Over TCP a put is a private OX frame whose CMO is
  *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify, DATUM bytes]
  * and a descriptor one with LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo].
  * The bytes go out by reference (gather send), so a put copies nothing on
  * the origin; on the target they land with one copy out of the receive path.
+ *
+ * Over verbs the window is a memory region registered for remote write, and
+ * its descriptor adds INT32 addr_hi, addr_lo, rkey; the bytes go by RDMA
+ * WRITE straight into it (the HCA refuses anything outside the region), and
+ * the frame that follows on the same QP says they landed:
+ *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify,
+ *         INT32 len_hi, INT32 len_lo]
+ * which the target accepts only from a verbs link.
  *
  * Invariant: a byte lands in a window only if the frame came over an
  * authenticated link, names a live window of this rank, carries the
@@ -16,6 +24,9 @@
 
 #include "oxr_internal.h"
 #include "transport_impl.h"
+#ifdef OXR_HAVE_VERBS
+#include "verbs_link.h"
+#endif
 
 struct oxr_win {
 	oxr_win *next;
@@ -26,6 +37,9 @@ struct oxr_win {
 	oxr_win_note *notes; /* ring */
 	size_t head, count, cap;
 	uint64_t landed;
+	struct oxr_vmr *mr;  /* verbs: registered for remote write */
+	uint64_t addr;
+	uint32_t rkey;
 };
 
 struct rwin {
@@ -33,6 +47,9 @@ struct rwin {
 	int peer;
 	uint32_t id, epoch;
 	uint64_t len;
+	int rdma;            /* the peer gave address and rkey */
+	uint64_t addr;
+	uint32_t rkey;
 };
 
 static oxr_win *find_win(oxr_group *g, uint32_t id)
@@ -110,12 +127,19 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 	*w = (oxr_win){ .next = g->wins, .g = g, .id = id, .epoch = g->epoch, .base = base,
 			.len = len };
 	g->wins = w;
+#ifdef OXR_HAVE_VERBS
+	if (g->ctx->vdev)
+		st = oxr_vmr_reg(g, base, len, 1, &w->mr, &w->addr, &w->rkey);
+#endif
 	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		uint32_t v[4] = { id, g->epoch, (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
+		uint32_t v[7] = { id, g->epoch, (uint32_t)((uint64_t)len >> 32), (uint32_t)len,
+				  (uint32_t)(w->addr >> 32), (uint32_t)w->addr, w->rkey };
 		if (p == g->rank || g->links[p].state != LINK_OPEN || g->links[p].mode != OXR_LINK_AUTH)
 			continue;
 		oxr_arena_reset(g->scratch);
-		st = send_private(g, p, OXR_OX_PRIVATE_WIN, ints(g->scratch, 4, v, 0));
+		/* the rkey goes only to authenticated peers whose stream is verbs */
+		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
+				  ints(g->scratch, g->links[p].v && w->mr ? 7 : 4, v, 0));
 	}
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, have_all_descs, &x, timeout_ms);
@@ -138,6 +162,9 @@ void oxr_win_destroy(oxr_win *w)
 			*pp = w->next;
 			break;
 		}
+#ifdef OXR_HAVE_VERBS
+	oxr_vmr_dereg(w->mr);
+#endif
 	free(w->notes);
 	free(w);
 }
@@ -162,6 +189,18 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 		return oxr_err(OXR_ERR_INVAL, "put: %zu bytes at offset %llu do not fit window %u "
 			       "of rank %d (%llu bytes)", len, (unsigned long long)offset, id, peer,
 			       (unsigned long long)r->len);
+#ifdef OXR_HAVE_VERBS
+	if (r->rdma && g->links[peer].v) {
+		uint32_t n[7] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify,
+				  (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
+		oxr_status_t st = oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src,
+						  len);
+		if (st)
+			return st;
+		oxr_arena_reset(g->scratch);
+		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
+	}
+#endif
 	oxr_arena_reset(g->scratch);
 	body = ints(g->scratch, 5, v, 1);
 	bytes = body ? oxr_arena_alloc(g->scratch, sizeof(*bytes)) : NULL;
@@ -234,26 +273,35 @@ static void refuse(oxr_group *g, struct link *l, const char *why, uint32_t id)
 
 static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 {
-	uint32_t v[5];
-	const oxr_cmo *bytes;
+	uint32_t v[7];
+	const oxr_cmo *bytes = NULL;
 	oxr_win_note n;
 	oxr_win *w;
-	uint64_t off;
+	uint64_t off, len;
 
-	if (!int_fields(o, 6, 5, v) || o->kids[5]->tag != OXR_CMO_DATUM)
-		{ refuse(g, l, "malformed put", 0); return; }
+	if (int_fields(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
+		bytes = o->kids[5];
+		len = bytes->len;
+	} else if (int_fields(o, 7, 7, v)) {
+		/* "landed by RDMA": only a verbs link can say that truthfully */
+		if (!l->v)
+			{ refuse(g, l, "an RDMA put note on a tcp link", v[0]); return; }
+		len = (uint64_t)v[5] << 32 | v[6];
+	} else {
+		refuse(g, l, "malformed put", 0);
+		return;
+	}
 	w = find_win(g, v[0]);
-	bytes = o->kids[5];
 	off = (uint64_t)v[2] << 32 | v[3];
 	if (!w)
 		{ refuse(g, l, "no such window (destroyed?)", v[0]); return; }
 	if (v[1] != g->epoch || w->epoch != g->epoch)
 		{ refuse(g, l, "stale epoch", v[0]); return; }
-	if (off > w->len || bytes->len > w->len - off)
+	if (off > w->len || len > w->len - off)
 		{ refuse(g, l, "out of bounds", v[0]); return; }
-	if (bytes->len)
-		memcpy(w->base + off, bytes->data, bytes->len);
-	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = bytes->len };
+	if (bytes && len)
+		memcpy(w->base + off, bytes->data, len);
+	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = (size_t)len };
 	if (add_note(w, &n))
 		{ refuse(g, l, "out of memory for the notification", v[0]); return; }
 	w->landed++;
@@ -261,10 +309,11 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 
 static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 {
-	uint32_t v[4];
+	uint32_t v[7] = { 0 };
+	int rdma = o && o->nkids == 7 && l->v;
 	struct rwin *r;
 
-	if (!int_fields(o, 4, 4, v))
+	if (!int_fields(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
 		{ refuse(g, l, "malformed descriptor", 0); return; }
 	r = find_rwin(g, l->peer, v[0]);
 	if (!r) {
@@ -278,6 +327,9 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 	r->id = v[0];
 	r->epoch = v[1];
 	r->len = (uint64_t)v[2] << 32 | v[3];
+	r->rdma = rdma;
+	r->addr = (uint64_t)v[4] << 32 | v[5];
+	r->rkey = v[6];
 }
 
 oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)

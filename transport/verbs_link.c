@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Links over RDMA verbs: one reliable-connected QP per peer carrying the
+ * same OX byte stream a TCP link carries.
+ *
+ * Each side owns a receive ring of `nslots` slots of `slot` bytes,
+ * registered for remote write by that one peer only.  The sender copies up
+ * to a slot of the stream into a local staging slot and RDMA-WRITEs it WITH
+ * IMMEDIATE into the peer's next ring slot; the completion tells the
+ * receiver the length (byte_len) and carries, as the immediate, the number
+ * of the receiver's own slots the sender has freed since its last message
+ * (credits travel back piggybacked; a zero-byte write carries them alone
+ * when there is nothing else to send).  Writes of 0 bytes use a slot too,
+ * so slots and receive WRs are one resource.
+ *
+ * Invariant: the sender never has more unreturned writes on the peer than
+ * the peer has ring slots and posted receives (`credits`), and keeps the
+ * last credit for a credits-only write, so two sides that wait on each
+ * other's credits can always return them.  Slots are read in arrival order
+ * (RC writes complete in order), so the stream is ordered.
+ *
+ * One-sided puts are RDMA WRITEs (without immediate) into the peer's window
+ * MR; the notification follows on the same QP, and RC ordering makes the
+ * bytes visible at the target before it sees the notification.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "oxr_internal.h"
+#include "verbs_dev.h"
+#include "verbs_link.h"
+
+enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4 };
+
+#define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
+#define WR_PEER(id) ((int)((id) >> 8))
+#define WR_KIND(id) ((int)((id)&0xff))
+
+#define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
+#define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, puts */
+
+struct vgroup {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	int cqe;
+	unsigned unacked;  /* CQ events taken, not yet acknowledged */
+};
+
+struct vlink {
+	struct ibv_qp *qp;
+	int peer;
+	uint32_t nslots, slot; /* geometry of both rings (checked equal) */
+	/* receiving: the peer writes into rx */
+	uint8_t *rx;
+	struct ibv_mr *rx_mr;
+	uint32_t *rx_len;      /* byte_len of each arrived slot */
+	uint32_t rx_next;      /* where the next arriving write landed */
+	uint32_t rx_head;      /* first slot not yet read */
+	uint32_t rx_ready;     /* arrived, not read */
+	uint32_t rx_off;       /* bytes of the head slot already read */
+	uint32_t owed;         /* slots freed here, not yet announced to the peer */
+	/* sending: staging slots, posted in order, completed in order */
+	uint8_t *tx;
+	struct ibv_mr *tx_mr;
+	uint32_t st_next, st_busy;
+	uint32_t tx_next;      /* the peer slot of our next write */
+	uint32_t credits;
+	uint32_t sq_posted, sq_depth;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t max_inline;
+	uint32_t psn;          /* our first send PSN, as our offer said */
+	uint32_t puts_pending; /* large puts from caller memory not yet completed */
+	oxr_status_t put_err;
+};
+
+struct oxr_vmr {
+	struct ibv_mr *mr;
+};
+
+static struct oxr_vdev *dev(oxr_group *g) { return g->ctx->vdev; }
+
+static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
+{
+	struct vgroup *vg = g->vg;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = OXR_EPOLL_CQ };
+	int per_link = (int)(2 * g->ctx->vslots + SQ_EXTRA + 4);
+
+	if (vg) {
+		*out = vg;
+		return OXR_OK;
+	}
+	vg = calloc(1, sizeof(*vg));
+	if (!vg)
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
+	vg->cqe = per_link * (g->size > 1 ? g->size - 1 : 1);
+	vg->ch = ibv_create_comp_channel(dev(g)->verbs);
+	vg->cq = vg->ch ? ibv_create_cq(dev(g)->verbs, vg->cqe, NULL, vg->ch, 0) : NULL;
+	if (!vg->cq || ibv_req_notify_cq(vg->cq, 0)) {
+		int e = errno;
+		if (vg->cq)
+			ibv_destroy_cq(vg->cq);
+		if (vg->ch)
+			ibv_destroy_comp_channel(vg->ch);
+		free(vg);
+		return oxr_err(OXR_ERR_IO, "verbs: completion queue of %d entries on %s: %s "
+			       "(memlock limit? see ulimit -l)", per_link, dev(g)->name, strerror(e));
+	}
+	fcntl(vg->ch->fd, F_SETFL, fcntl(vg->ch->fd, F_GETFL) | O_NONBLOCK);
+	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, vg->ch->fd, &ev)) {
+		int e = errno;
+		ibv_destroy_cq(vg->cq);
+		ibv_destroy_comp_channel(vg->ch);
+		free(vg);
+		return oxr_err(OXR_ERR_IO, "verbs: epoll_ctl: %s", strerror(e));
+	}
+	g->vg = vg;
+	*out = vg;
+	return OXR_OK;
+}
+
+void oxr_vgroup_destroy(oxr_group *g)
+{
+	struct vgroup *vg = g->vg;
+
+	if (!vg)
+		return;
+	if (vg->unacked)
+		ibv_ack_cq_events(vg->cq, vg->unacked);
+	epoll_ctl(g->epfd, EPOLL_CTL_DEL, vg->ch->fd, NULL);
+	ibv_destroy_cq(vg->cq);
+	ibv_destroy_comp_channel(vg->ch);
+	free(vg);
+	g->vg = NULL;
+}
+
+static oxr_status_t post_recv(struct vlink *v)
+{
+	struct ibv_recv_wr wr = { .wr_id = WR_ID(v->peer, WR_RECV) }, *bad;
+
+	/* no scatter list: a write with immediate consumes the WR, not its memory */
+	return ibv_post_recv(v->qp, &wr, &bad) ? oxr_err(OXR_ERR_IO, "verbs: ibv_post_recv: %s",
+							 strerror(errno))
+					       : OXR_OK;
+}
+
+static void vlink_free(struct vlink *v)
+{
+	if (v->qp)
+		ibv_destroy_qp(v->qp);
+	if (v->rx_mr)
+		ibv_dereg_mr(v->rx_mr);
+	if (v->tx_mr)
+		ibv_dereg_mr(v->tx_mr);
+	free(v->rx);
+	free(v->tx);
+	free(v->rx_len);
+	free(v);
+}
+
+static void put_u32(uint8_t *p, uint32_t x) { oxr_store32(p, x, OXR_ORDER_LITTLE); }
+static void put_u64(uint8_t *p, uint64_t x) { oxr_store64(p, x, OXR_ORDER_LITTLE); }
+static uint32_t get_u32(const uint8_t *p) { return oxr_load32(p, OXR_ORDER_LITTLE); }
+static uint64_t get_u64(const uint8_t *p) { return oxr_load64(p, OXR_ORDER_LITTLE); }
+
+oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
+			      uint8_t offer[OXR_VOFFER_BYTES])
+{
+	struct oxr_vdev *d = dev(g);
+	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_qp_attr a = { 0 };
+	struct vgroup *vg;
+	struct vlink *v;
+	size_t ring;
+	uint32_t psn, i;
+	oxr_status_t st;
+
+	if ((st = vgroup_get(g, &vg)))
+		return st;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
+	v->peer = peer;
+	v->nslots = g->ctx->vslots;
+	v->slot = g->ctx->vslot_bytes;
+	ring = (size_t)v->nslots * v->slot;
+	v->rx = aligned_alloc(4096, ring);
+	v->tx = aligned_alloc(4096, ring);
+	v->rx_len = calloc(v->nslots, sizeof(*v->rx_len));
+	if (!v->rx || !v->tx || !v->rx_len) {
+		vlink_free(v);
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for %zu-byte rings", ring);
+	}
+	/* least privilege: only the ring takes remote writes, and its rkey goes to one peer */
+	v->rx_mr = ibv_reg_mr(d->pd, v->rx, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	v->tx_mr = v->rx_mr ? ibv_reg_mr(d->pd, v->tx, ring, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!v->tx_mr) {
+		int e = errno;
+		vlink_free(v);
+		return oxr_err(OXR_ERR_IO, "verbs: registering %zu bytes on %s: %s (memlock limit? "
+			       "ulimit -l)", 2 * ring, d->name, strerror(e));
+	}
+	v->sq_depth = v->nslots + SQ_EXTRA;
+	qa.send_cq = qa.recv_cq = vg->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = v->sq_depth;
+	qa.cap.max_recv_wr = v->nslots;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = d->max_inline;
+	v->qp = ibv_create_qp(d->pd, &qa);
+	if (!v->qp) {
+		int e = errno;
+		vlink_free(v);
+		return oxr_err(OXR_ERR_IO, "verbs: ibv_create_qp on %s: %s", d->name, strerror(e));
+	}
+	v->max_inline = qa.cap.max_inline_data;
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = d->port;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS)) {
+		int e = errno;
+		vlink_free(v);
+		return oxr_err(OXR_ERR_IO, "verbs: QP to INIT: %s", strerror(e));
+	}
+	/* receives go up before the offer leaves, so the peer's first write finds one */
+	for (i = 0; i < v->nslots; i++)
+		if ((st = post_recv(v))) {
+			vlink_free(v);
+			return st;
+		}
+	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
+		psn = (uint32_t)time(NULL);
+	psn &= 0xffffff;
+	v->psn = psn;
+	memset(offer, 0, OXR_VOFFER_BYTES);
+	put_u32(offer, OFFER_MAGIC);
+	put_u32(offer + 4, v->qp->qp_num);
+	put_u32(offer + 8, psn);
+	put_u32(offer + 12, d->lid);
+	memcpy(offer + 16, d->gid.raw, 16);
+	put_u64(offer + 32, (uintptr_t)v->rx);
+	put_u32(offer + 40, v->rx_mr->rkey);
+	put_u32(offer + 44, v->nslots);
+	put_u32(offer + 48, v->slot);
+	put_u32(offer + 52, (uint32_t)d->mtu);
+	put_u32(offer + 56, (uint32_t)d->link_layer);
+	*out = v;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
+{
+	struct oxr_vdev *d = dev(g);
+	struct ibv_qp_attr a = { 0 };
+	uint32_t qpn = get_u32(offer + 4), psn = get_u32(offer + 8), mtu = get_u32(offer + 52);
+
+	if (get_u32(offer) != OFFER_MAGIC)
+		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent a malformed QP offer", v->peer);
+	if (get_u32(offer + 44) != v->nslots || get_u32(offer + 48) != v->slot)
+		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d uses rings of %u x %u bytes, this rank "
+			       "%u x %u: set OXR_VERBS_SLOTS and OXR_VERBS_SLOT_BYTES alike on "
+			       "every rank", v->peer, get_u32(offer + 44), get_u32(offer + 48),
+			       v->nslots, v->slot);
+	if (get_u32(offer + 56) != (uint32_t)d->link_layer)
+		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d is on another link layer (%u, this "
+			       "rank %d)", v->peer, get_u32(offer + 56), d->link_layer);
+	if (qpn > 0xffffff || psn > 0xffffff || mtu < IBV_MTU_256 || mtu > IBV_MTU_4096)
+		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent an offer out of range "
+			       "(qpn %u, psn %u, mtu %u)", v->peer, qpn, psn, mtu);
+	v->raddr = get_u64(offer + 32);
+	v->rkey = get_u32(offer + 40);
+	v->credits = v->nslots;
+	a.qp_state = IBV_QPS_RTR;
+	/* the smaller of both ports' MTUs: a path is only as wide as its narrowest end */
+	a.path_mtu = mtu < (uint32_t)d->mtu ? (enum ibv_mtu)mtu : d->mtu;
+	a.dest_qp_num = qpn;
+	a.rq_psn = psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12; /* 0.64 ms; credits make RNR a bug, not a state */
+	a.ah_attr.port_num = d->port;
+	a.ah_attr.dlid = (uint16_t)get_u32(offer + 12);
+	if (d->link_layer == IBV_LINK_LAYER_ETHERNET || d->gid_index > 0 ||
+	    memcmp(offer + 16, (uint8_t[16]){ 0 }, 16)) {
+		/* RoCE routes by GID (global routing header); IB uses it only across subnets */
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, offer + 16, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+	}
+	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			  IBV_QP_MIN_RNR_TIMER))
+		return oxr_err(OXR_ERR_IO, "verbs: QP to RTR (peer rank %d, qpn %u): %s", v->peer,
+			       qpn, strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	/* timeout 4.096 us * 2^t, retried retry_cnt times: a dead peer's QP fails
+	 * the link within about retry * 2^t * 4 us (defaults 7 * 67 ms) */
+	a.timeout = (uint8_t)g->ctx->vtimeout;
+	a.retry_cnt = (uint8_t)g->ctx->vretry;
+	a.rnr_retry = 6;
+	a.sq_psn = v->psn; /* the one our offer announced */
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		return oxr_err(OXR_ERR_IO, "verbs: QP to RTS (peer rank %d): %s", v->peer,
+			       strerror(errno));
+	return OXR_OK;
+}
+
+/* Posts staging slot st_next (len bytes, 0 for credits alone) into the peer's next ring slot. */
+static int post_data(struct vlink *v, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
+			       .length = len, .lkey = v->tx_mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	wr.wr_id = WR_ID(v->peer, WR_DATA);
+	wr.sg_list = len ? &sge : NULL;
+	wr.num_sge = len ? 1 : 0;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED | (len <= v->max_inline ? IBV_SEND_INLINE : 0);
+	wr.imm_data = htonl(v->owed);
+	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
+	wr.wr.rdma.rkey = v->rkey;
+	if (ibv_post_send(v->qp, &wr, &bad))
+		return -1;
+	v->owed = 0;
+	v->credits--;
+	v->tx_next = (v->tx_next + 1) % v->nslots;
+	v->st_next = (v->st_next + 1) % v->nslots;
+	v->st_busy++;
+	v->sq_posted++;
+	return 0;
+}
+
+static int can_post(const struct vlink *v, uint32_t need_credits)
+{
+	return v->credits >= need_credits && v->st_busy < v->nslots && v->sq_posted < v->sq_depth;
+}
+
+/* Returns freed slots on their own when no data is about to carry them. */
+static void return_credits(oxr_group *g, struct link *l)
+{
+	struct vlink *v = l->v;
+	uint32_t thresh = v->nslots / 4 ? v->nslots / 4 : 1;
+
+	if (v->owed >= thresh && (!l->sq_head || v->credits < 2) && can_post(v, 1) &&
+	    post_data(v, 0))
+		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
+			      l->peer, strerror(errno));
+}
+
+ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n)
+{
+	struct vlink *v = l->v;
+	size_t got = 0;
+
+	while (v->rx_ready && (got < n || v->rx_len[v->rx_head] == 0)) {
+		uint32_t len = v->rx_len[v->rx_head];
+		size_t k = len - v->rx_off;
+		if (k > n - got)
+			k = n - got;
+		memcpy((uint8_t *)buf + got, v->rx + (size_t)v->rx_head * v->slot + v->rx_off, k);
+		got += k;
+		v->rx_off += (uint32_t)k;
+		if (v->rx_off == len) {
+			v->rx_head = (v->rx_head + 1) % v->nslots;
+			v->rx_ready--;
+			v->rx_off = 0;
+			v->owed++;
+		}
+	}
+	return_credits(g, l);
+	if (!got && n) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return (ssize_t)got;
+}
+
+ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov)
+{
+	struct vlink *v = l->v;
+	size_t total = 0, ioff = 0;
+	int i = 0;
+
+	while (i < niov && can_post(v, 2)) {
+		uint8_t *dst = v->tx + (size_t)v->st_next * v->slot;
+		uint32_t len = 0;
+		while (len < v->slot && i < niov) {
+			size_t k = iov[i].iov_len - ioff;
+			if (k > v->slot - len)
+				k = v->slot - len;
+			memcpy(dst + len, (const uint8_t *)iov[i].iov_base + ioff, k);
+			len += (uint32_t)k;
+			ioff += k;
+			if (ioff == iov[i].iov_len) {
+				i++;
+				ioff = 0;
+			}
+		}
+		if (!len)
+			break;
+		if (post_data(v, len)) {
+			errno = EIO;
+			return -1;
+		}
+		total += len;
+	}
+	if (!total) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return (ssize_t)total;
+}
+
+int oxr_vlink_buffered(const struct vlink *v)
+{
+	return v && v->rx_ready > 0;
+}
+
+static int staging_free(void *arg)
+{
+	struct link *l = arg;
+
+	return l->state != LINK_OPEN || can_post(l->v, 0);
+}
+
+static int puts_done(void *arg)
+{
+	struct link *l = arg;
+
+	return l->state != LINK_OPEN || l->v->puts_pending == 0;
+}
+
+oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
+			     const void *src, size_t len)
+{
+	struct vlink *v = l->v;
+	struct ibv_sge sge = { .length = (uint32_t)len };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_mr *mr = NULL;
+	oxr_status_t st;
+
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	wr.sg_list = &sge;
+	wr.num_sge = len ? 1 : 0;
+	if (len <= v->slot) {
+		/* small: through a staging slot, so the caller's memory is free at once */
+		if ((st = oxr_progress_until(g, staging_free, l, -1)))
+			return st;
+		if (l->state != LINK_OPEN)
+			goto failed;
+		sge.addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot);
+		sge.lkey = v->tx_mr->lkey;
+		memcpy((void *)(uintptr_t)sge.addr, src, len);
+		wr.wr_id = WR_ID(v->peer, WR_PUT);
+		if (len <= v->max_inline)
+			wr.send_flags |= IBV_SEND_INLINE;
+		if (ibv_post_send(v->qp, &wr, &bad))
+			return oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
+		v->st_next = (v->st_next + 1) % v->nslots;
+		v->st_busy++;
+		v->sq_posted++;
+		return OXR_OK;
+	}
+	/* large: straight from the caller's memory, registered for this write */
+	if (len > 1u << 31)
+		return oxr_err(OXR_ERR_INVAL, "verbs put of %zu bytes: more than 2 GiB in one put",
+			       len);
+	mr = ibv_reg_mr(dev(g)->pd, (void *)(uintptr_t)src, len, 0);
+	if (!mr)
+		return oxr_err(OXR_ERR_IO, "verbs put: registering %zu bytes: %s", len,
+			       strerror(errno));
+	sge.addr = (uintptr_t)src;
+	sge.lkey = mr->lkey;
+	wr.wr_id = WR_ID(v->peer, WR_BIGPUT);
+	if ((st = oxr_progress_until(g, staging_free, l, -1)) == OXR_OK && l->state == LINK_OPEN) {
+		if (ibv_post_send(v->qp, &wr, &bad)) {
+			st = oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
+		} else {
+			v->puts_pending++;
+			v->sq_posted++;
+			st = oxr_progress_until(g, puts_done, l, -1);
+		}
+	}
+	/* the HCA is done with src (or the QP is dead) before it is unregistered */
+	ibv_dereg_mr(mr);
+	if (st)
+		return st;
+	if (l->state != LINK_OPEN)
+		goto failed;
+	return OXR_OK;
+failed:
+	oxr_err_keep(l->errmsg);
+	return l->err;
+}
+
+oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
+			 struct oxr_vmr **out, uint64_t *addr, uint32_t *rkey)
+{
+	struct oxr_vmr *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
+	*addr = (uintptr_t)base;
+	*rkey = 0;
+	if (len) {
+		m->mr = ibv_reg_mr(dev(g)->pd, base, len, IBV_ACCESS_LOCAL_WRITE |
+				   (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0));
+		if (!m->mr) {
+			int e = errno;
+			free(m);
+			return oxr_err(OXR_ERR_IO, "verbs: registering a %zu-byte window: %s "
+				       "(memlock limit? ulimit -l)", len, strerror(e));
+		}
+		*rkey = m->mr->rkey;
+	}
+	*out = m;
+	return OXR_OK;
+}
+
+void oxr_vmr_dereg(struct oxr_vmr *m)
+{
+	if (!m)
+		return;
+	if (m->mr)
+		ibv_dereg_mr(m->mr);
+	free(m);
+}
+
+static int drained(void *arg)
+{
+	struct link *l = arg;
+
+	return l->state != LINK_OPEN || (l->v->st_busy == 0 && l->v->puts_pending == 0);
+}
+
+void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
+{
+	if (!v)
+		return;
+	vlink_free(v);
+}
+
+/* Writes still in flight finish before the QP goes (an isend followed by exit). */
+void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
+{
+	if (l->v && l->state == LINK_OPEN)
+		(void)oxr_progress_until(g, drained, l, timeout_ms);
+}
+
+static void completion(oxr_group *g, const struct ibv_wc *wc, int *rd, int *wr)
+{
+	int peer = WR_PEER(wc->wr_id);
+	struct link *l;
+	struct vlink *v;
+
+	*rd = *wr = 0;
+	if (peer < 0 || peer >= g->size)
+		return;
+	l = &g->links[peer];
+	v = l->v;
+	if (!v || wc->qp_num != v->qp->qp_num)
+		return; /* of a QP already gone */
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR || l->state == LINK_OPEN)
+			oxr_link_fail(g, l, OXR_ERR_PEER, "verbs link to rank %d (%s) failed: %s "
+				      "(peer gone, or a write outside its memory)", peer, l->addr,
+				      ibv_wc_status_str(wc->status));
+		if (WR_KIND(wc->wr_id) == WR_BIGPUT && v->puts_pending)
+			v->puts_pending--;
+		return;
+	}
+	switch (WR_KIND(wc->wr_id)) {
+	case WR_RECV: {
+		uint32_t back = ntohl(wc->imm_data);
+		if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc->byte_len > v->slot ||
+		    back > v->nslots - v->credits || v->rx_ready >= v->nslots) {
+			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke "
+				      "the ring protocol (opcode %d, %u bytes, %u credits back)",
+				      peer, (int)wc->opcode, wc->byte_len, back);
+			return;
+		}
+		v->credits += back;
+		v->rx_len[v->rx_next] = wc->byte_len;
+		v->rx_next = (v->rx_next + 1) % v->nslots;
+		v->rx_ready++;
+		if (post_recv(v)) {
+			oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
+			return;
+		}
+		*rd = 1;
+		*wr = back > 0;
+		break;
+	}
+	case WR_DATA:
+	case WR_PUT:
+		v->st_busy--;
+		v->sq_posted--;
+		*wr = 1;
+		break;
+	case WR_BIGPUT:
+		v->puts_pending--;
+		v->sq_posted--;
+		*wr = 1;
+		break;
+	}
+}
+
+oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
+{
+	struct ibv_wc wc[32];
+	int n, i, j, rd, wr;
+	uint8_t want[32];
+
+	*progress = 0;
+	if (!g->vg)
+		return OXR_OK;
+	n = ibv_poll_cq(g->vg->cq, 32, wc);
+	if (n < 0)
+		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
+	for (i = 0; i < n; i++) {
+		completion(g, &wc[i], &rd, &wr);
+		want[i] = (uint8_t)(rd | wr << 1);
+	}
+	/* then move each link once, however many of its completions came */
+	for (i = 0; i < n; i++) {
+		int peer = WR_PEER(wc[i].wr_id);
+		uint8_t w = want[i];
+		if (peer < 0 || peer >= g->size)
+			continue;
+		for (j = i + 1; j < n; j++)
+			if (WR_PEER(wc[j].wr_id) == peer) {
+				w |= want[j];
+				want[j] = 0;
+			}
+		if ((w & 1) && g->links[peer].state == LINK_OPEN)
+			oxr_link_read(g, &g->links[peer]);
+		if ((w & 2) && g->links[peer].state == LINK_OPEN)
+			oxr_link_write(g, &g->links[peer]);
+	}
+	*progress = n;
+	return OXR_OK;
+}
+
+int oxr_vgroup_arm(oxr_group *g)
+{
+	int n = 0;
+
+	if (!g->vg)
+		return 0;
+	if (ibv_req_notify_cq(g->vg->cq, 0))
+		return 0;
+	/* a completion that came between the last poll and the arming raises no event */
+	if (oxr_vgroup_poll(g, &n))
+		return 1;
+	return n > 0;
+}
+
+void oxr_vgroup_event(oxr_group *g)
+{
+	struct ibv_cq *cq;
+	void *cqctx;
+
+	while (g->vg && ibv_get_cq_event(g->vg->ch, &cq, &cqctx) == 0)
+		if (++g->vg->unacked >= 64) {
+			ibv_ack_cq_events(g->vg->cq, g->vg->unacked);
+			g->vg->unacked = 0;
+		}
+}
