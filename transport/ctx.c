@@ -86,7 +86,8 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 	free(c->vdev);
 	c->vdev = NULL;
 	if (tr == 2)
-		return oxr_err(st, "OXR_TRANSPORT=verbs: %s", oxr_errmsg());
+		return oxr_err(st, "OXR_TRANSPORT=verbs: %s; use OXR_TRANSPORT=tcp or auto to run "
+			       "over tcp", oxr_errmsg());
 	oxr_log(c, OXR_LOG_INFO, "transport tcp (auto: %s)", oxr_errmsg());
 	return OXR_OK;
 #else

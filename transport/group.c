@@ -178,6 +178,13 @@ int oxr_link_is_open(const oxr_group *g, int peer)
 	return peer >= 0 && peer < g->size && g->links[peer].state == LINK_OPEN;
 }
 
+const char *oxr_link_transport(const oxr_group *g, int peer)
+{
+	if (!oxr_link_is_open(g, peer))
+		return NULL;
+	return g->links[peer].v ? "verbs" : "tcp";
+}
+
 oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)
 {
 	if (!oxr_link_is_open(g, peer))

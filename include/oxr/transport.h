@@ -17,7 +17,16 @@
  *                    to the port is the peer.  Use it only for OpenXM peers.
  *
  * Environment (read by oxr_ctx_create; a malformed value is an error naming it):
- *   OXR_TRANSPORT       auto | tcp | verbs    (default auto: the best available)
+ *   OXR_TRANSPORT       auto | tcp | verbs    (default auto: an RDMA device when
+ *                       one works, else tcp; verbs: a device or an error)
+ *   OXR_DEVICE          the RDMA device, "name" or "name:port" (default: the
+ *                       hardware HCA nearest this process, else rxe/siw)
+ *   OXR_GID_INDEX       GID table index (default: the IPv4-mapped RoCE v2 GID)
+ *   OXR_VERBS_SLOTS, OXR_VERBS_SLOT_BYTES  receive ring per verbs link
+ *                       (default 64 x 8192 bytes)
+ *   OXR_VERBS_TIMEOUT, OXR_VERBS_RETRY  QP ACK timeout exponent (4.096 us *
+ *                       2^t, default 14 = 67 ms) and retries (default 7): a
+ *                       dead peer fails a verbs link within about their product
  *   OXR_LOG_LEVEL       error | warn | info | debug   (default warn; to stderr)
  *   OXR_SPIN_US         microseconds a blocking wait polls before it sleeps in
  *                       epoll (default 50; 0 sleeps at once)
@@ -50,7 +59,9 @@ typedef struct oxr_group oxr_group;
 
 oxr_status_t oxr_ctx_create(oxr_ctx **out);
 void oxr_ctx_destroy(oxr_ctx *c);
-/* "tcp" (the transport this context's links use) */
+/* "verbs" or "tcp": what this context's authenticated links use (OpenXM
+ * links are always tcp; a verbs context falls back to tcp per link when the
+ * peer has no verbs, unless OXR_TRANSPORT=verbs). */
 const char *oxr_ctx_transport(const oxr_ctx *c);
 
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
@@ -86,6 +97,8 @@ oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer
 			      int mode, int timeout_ms);
 /* 1 if a link to peer is open. */
 int oxr_link_is_open(const oxr_group *g, int peer);
+/* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
+const char *oxr_link_transport(const oxr_group *g, int peer);
 /* Negotiated byte order of the link (OXR_ORDER_*), or an error. */
 oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
 

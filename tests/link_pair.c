@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link_pair.h"
+
+void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
+{
+	uint8_t tok[32];
+
+	memset(p, 0, sizeof(*p));
+	memset(tok, 7, sizeof(tok));
+	setenv("OXR_ORDER", order_a, 1);
+	cr_assert_eq(oxr_ctx_create(&p->ca), OXR_OK, "%s", oxr_errmsg());
+	setenv("OXR_ORDER", order_b, 1);
+	cr_assert_eq(oxr_ctx_create(&p->cb), OXR_OK);
+	unsetenv("OXR_ORDER");
+	cr_assert_eq(oxr_group_create(p->ca, n, 0, &p->a), OXR_OK);
+	cr_assert_eq(oxr_group_create(p->cb, n, 1, &p->b), OXR_OK);
+	cr_assert_eq(oxr_group_set_token(p->a, tok, 32), OXR_OK);
+	cr_assert_eq(oxr_group_set_token(p->b, tok, 32), OXR_OK);
+	cr_assert_eq(oxr_link_listen(p->a, 0, &p->port), OXR_OK);
+}
+
+void free_pair(struct pair *p)
+{
+	oxr_group_destroy(p->a);
+	oxr_group_destroy(p->b);
+	oxr_ctx_destroy(p->ca);
+	oxr_ctx_destroy(p->cb);
+}
+
+static void *acceptor(void *arg)
+{
+	struct pair *p = arg;
+
+	p->st_accept = oxr_link_accept(p->a, p->port, 1, p->mode, 5000);
+	snprintf(p->err_accept, sizeof(p->err_accept), "%s", oxr_errmsg());
+	return NULL;
+}
+
+oxr_status_t link_up(struct pair *p, int mode)
+{
+	pthread_t t;
+	oxr_status_t st;
+
+	p->mode = mode;
+	pthread_create(&t, NULL, acceptor, p);
+	st = oxr_link_connect(p->b, "127.0.0.1", p->port, 0, mode, 5000);
+	pthread_join(t, NULL);
+	return st;
+}
+

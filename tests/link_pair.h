@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Two groups of one process linked to each other: rank 0 (a) accepts in a
+ * thread, rank 1 (b) connects; both use the transport the environment picks. */
+#ifndef OXR_LINK_PAIR_H
+#define OXR_LINK_PAIR_H
+
+#include "oxr/oxr.h"
+
+struct pair {
+	oxr_ctx *ca, *cb;
+	oxr_group *a, *b; /* a: rank 0 acceptor, b: rank 1 connector */
+	int port;
+	int mode;
+	oxr_status_t st_accept;
+	char err_accept[512];
+};
+
+/* Contexts (OXR_ORDER order_a / order_b), groups of n, token, a listening port. */
+void make_pair(struct pair *p, int n, const char *order_a, const char *order_b);
+void free_pair(struct pair *p);
+/* Runs accept in a thread and connect here; returns connect's status. */
+oxr_status_t link_up(struct pair *p, int mode);
+
+#endif
