@@ -33,7 +33,7 @@ void free_pair(struct pair *p)
 	oxr_ctx_destroy(p->cb);
 }
 
-static void *acceptor(void *arg)
+void *acceptor(void *arg)
 {
 	struct pair *p = arg;
 

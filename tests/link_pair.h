@@ -5,6 +5,7 @@
 #define OXR_LINK_PAIR_H
 
 #include "oxr/oxr.h"
+#include "oxr/transport.h"
 
 struct pair {
 	oxr_ctx *ca, *cb;
@@ -18,6 +19,8 @@ struct pair {
 /* Contexts (OXR_ORDER order_a / order_b), groups of n, token, a listening port. */
 void make_pair(struct pair *p, int n, const char *order_a, const char *order_b);
 void free_pair(struct pair *p);
+/* Accepts rank 1 on p->port in p->mode (a thread body). */
+void *acceptor(void *arg);
 /* Runs accept in a thread and connect here; returns connect's status. */
 oxr_status_t link_up(struct pair *p, int mode);
 
