@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 
-#ifndef PP_BACKEND_MPI
+#ifndef PP_OTHER_BACKEND
 /* ---- the oxr backend ------------------------------------------------ */
 
 #include "oxr/oxr.h"

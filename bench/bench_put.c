@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_put: the ping-pong driver of bench_pingpong.c over one-sided puts.
+ *
+ *   oxr-run -n 2 bench_put [--quick] [--json FILE] [--sizes N,...]
+ *
+ * Each rank creates a 4 MiB window; a "message" of N bytes is oxr_put of N
+ * bytes into the peer's window at offset 0, and its receipt is the
+ * notification at the target (oxr_win_wait), so a round trip is what
+ * perftest's ib_write_lat measures plus oxr's notification.  On verbs the
+ * bytes go by RDMA WRITE into the registered window; on TCP by the emulated
+ * put.  Control messages are ordinary OX messages.
+ */
+#define PP_OTHER_BACKEND 1 /* the put backend, below */
+#include "bench_pingpong.c"
+
+#include "oxr/oxr.h"
+#include "oxr/transport.h"
+
+static oxr_boot *boot;
+static oxr_ctx *ctx;
+static oxr_group *grp;
+static oxr_win *win;
+static uint8_t *winmem;
+static oxr_arena *small;
+static uint8_t *pattern;
+
+static void check(oxr_status_t st, const char *what)
+{
+	if (st)
+		die("%s: %s (%s)", what, oxr_strerror(st), oxr_errmsg());
+}
+
+static void be_init(int *argc, char ***argv, int *rank, int *size)
+{
+	size_t i;
+
+	be_impl = "oxr-put";
+	be_overhead = 0;
+	check(oxr_boot_open(&boot), "bootstrap");
+	check(oxr_ctx_create(&ctx), "context");
+	check(oxr_group_boot(ctx, boot, &grp), "group");
+	check(oxr_arena_create(&small), "arena");
+	pattern = malloc(PP_MAX_BYTES);
+	winmem = calloc(1, PP_MAX_BYTES);
+	if (!pattern || !winmem)
+		die("out of memory");
+	for (i = 0; i < PP_MAX_BYTES; i++)
+		pattern[i] = (uint8_t)(i * 7 + 1);
+	check(oxr_win_create(grp, 1, winmem, PP_MAX_BYTES, -1, &win), "window");
+	*rank = oxr_group_rank(grp);
+	*size = oxr_group_size(grp);
+}
+
+static void be_fini(void)
+{
+	oxr_win_destroy(win);
+	oxr_arena_destroy(small);
+	free(pattern);
+	oxr_group_destroy(grp);
+	free(winmem);
+	oxr_ctx_destroy(ctx);
+	oxr_boot_close(boot);
+}
+
+static void be_describe(char *buf, size_t n)
+{
+	const char *spin = getenv("OXR_SPIN_US");
+
+	snprintf(buf, n, "oxr_put into a window, transport %s, %d ranks from %s, OXR_SPIN_US=%s",
+		 oxr_ctx_transport(ctx), oxr_group_size(grp), oxr_boot_name(boot),
+		 spin ? spin : "50 (default)");
+}
+
+static void be_prepare(size_t n) { (void)n; }
+
+static void be_send(int peer, size_t n)
+{
+	check(oxr_put(grp, peer, 1, 0, pattern, n, (uint32_t)n), "put");
+}
+
+static void be_recv(int peer, size_t n)
+{
+	oxr_win_note note;
+
+	check(oxr_win_wait(win, -1, &note), "window wait");
+	if (note.peer != peer || note.len != n || note.value != (uint32_t)n)
+		die("expected a %zu-byte put from rank %d, got %zu bytes from rank %d", n, peer,
+		    note.len, note.peer);
+	if (n && (winmem[0] != pattern[0] || winmem[n - 1] != pattern[n - 1]))
+		die("a %zu-byte put landed with other bytes", n);
+}
+
+static void be_stream_send(int peer, size_t n, int w)
+{
+	int i;
+
+	for (i = 0; i < w; i++)
+		be_send(peer, n);
+}
+
+static void be_stream_recv(int peer, size_t n, int w)
+{
+	int i;
+
+	for (i = 0; i < w; i++)
+		be_recv(peer, n);
+}
+
+static void be_send_u32(int peer, uint32_t v)
+{
+	oxr_ox_msg m = { .tag = OXR_OX_DATA };
+
+	oxr_arena_reset(small);
+	m.cmo = oxr_cmo_new_int32(small, (int32_t)v);
+	if (!m.cmo)
+		die("out of memory");
+	check(oxr_send(grp, peer, &m), "send");
+}
+
+static uint32_t be_recv_u32(int peer)
+{
+	oxr_rmsg *m;
+	uint32_t v;
+
+	check(oxr_recv(grp, peer, -1, &m), "recv");
+	if (m->msg.tag != OXR_OX_DATA || !m->msg.cmo || m->msg.cmo->tag != OXR_CMO_INT32)
+		die("expected an OX_DATA of a CMO_INT32");
+	v = (uint32_t)m->msg.cmo->v.i32;
+	oxr_rmsg_free(m);
+	return v;
+}
+
+static void be_barrier(void)
+{
+	check(oxr_boot_barrier(boot), "barrier");
+}
