@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oxr-info: what this oxr was built with, the RDMA devices it sees, and the
+ * transport a context would use here, with the reason.
+ *
+ * Exit status: 0 (whatever transport that is), 1 when the environment
+ * (OXR_TRANSPORT, OXR_DEVICE, OXR_GID_INDEX) names something unusable, so a
+ * context would fail, 2 usage error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "oxr/oxr.h"
+#ifdef OXR_HAVE_VERBS
+#include "verbs_dev.h"
+#endif
+
+#ifndef OXR_VERSION
+#define OXR_VERSION "unknown"
+#endif
+
+#define NO_VERBS "built without the verbs backend (needs libibverbs-dev librdmacm-dev libhwloc-dev)"
+
+static const char usage_text[] =
+	"usage: oxr-info [--help]\n"
+	"\n"
+	"Prints the oxr version, whether it was built with the verbs (RDMA) backend,\n"
+	"every RDMA device with its ports, GIDs (and which one oxr picks), active MTU,\n"
+	"max inline data, LID and locality, then the transport a context would use.\n"
+	"\n"
+	"It honours what contexts read:\n"
+	"  OXR_TRANSPORT  auto | tcp | verbs (default auto)\n"
+	"  OXR_DEVICE     name or name:port of the RDMA device (default: automatic)\n"
+	"  OXR_GID_INDEX  GID table index (default: automatic)\n"
+	"\n"
+	"Exit status: 0 ok, 1 the environment names something unusable, 2 usage error.\n";
+
+enum { TR_AUTO, TR_TCP, TR_VERBS };
+
+static int transport_env(int *tr)
+{
+	static const char *const words[] = { "auto", "tcp", "verbs" };
+	const char *s = getenv("OXR_TRANSPORT");
+	int i;
+
+	*tr = TR_AUTO;
+	if (!s || !*s)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (!strcasecmp(s, words[i])) {
+			*tr = i;
+			return 0;
+		}
+	printf("OXR_TRANSPORT=%s: expected one of auto, tcp, verbs\n", s);
+	return 1;
+}
+
+#ifdef OXR_HAVE_VERBS
+/* The last lines: the device a context would open, or why none. */
+static int verbs_choice(int tr, int ndev)
+{
+	char txt[64];
+	struct oxr_vdev d;
+	const char *want;
+	int gid_index;
+	oxr_status_t st;
+
+	if ((st = oxr_vdev_env(&want, &gid_index))) {
+		printf("%s\n", oxr_errmsg());
+		return 1;
+	}
+	st = oxr_vdev_open(want, gid_index, &d);
+	if (st == OXR_ERR_UNSUPPORTED && tr == TR_AUTO) {
+		printf("(%s)\n", oxr_errmsg());
+		if (ndev)
+			printf("no usable RDMA device, using tcp\n");
+		else
+			printf("no RDMA device, using tcp\n");
+		return 0;
+	}
+	if (st) {
+		printf("oxr would fail: %s%s\n", tr == TR_VERBS ? "OXR_TRANSPORT=verbs: " : "",
+		       oxr_errmsg());
+		return 1;
+	}
+	printf("device %s port %u: %s, %s link layer, active MTU %d, max inline %u, LID %u, "
+	       "NUMA node %d\n", d.name, d.port, d.kind,
+	       d.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet",
+	       oxr_vdev_mtu_bytes(d.mtu), d.max_inline, d.lid, d.numa_node);
+	printf("oxr would use: verbs on %s port %u (GID index %d, %s) \xe2\x80\x94 %s\n", d.name,
+	       d.port, d.gid_index, oxr_vdev_gid_str(&d.gid, txt, sizeof(txt)), d.why);
+	oxr_vdev_close(&d);
+	return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	int tr, ndev;
+
+	if (argc > 1) {
+		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		fprintf(stderr, "oxr-info: unknown argument '%s'\n", argv[1]);
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	printf("oxr %s\n", OXR_VERSION);
+	if (transport_env(&tr))
+		return 1;
+#ifdef OXR_HAVE_VERBS
+	printf("verbs backend: built in (libibverbs, librdmacm, hwloc)\n");
+	ndev = oxr_vdev_describe_all(stdout);
+	if (tr == TR_TCP) {
+		printf("OXR_TRANSPORT=tcp: using tcp\n");
+		return 0;
+	}
+	return verbs_choice(tr, ndev);
+#else
+	(void)ndev;
+	printf("verbs backend: not built in\n");
+	if (tr == TR_TCP) {
+		printf("OXR_TRANSPORT=tcp: using tcp\n");
+		return 0;
+	}
+	if (tr == TR_VERBS) {
+		printf("oxr would fail: OXR_TRANSPORT=verbs: " NO_VERBS "\n");
+		return 1;
+	}
+	printf(NO_VERBS ", using tcp\n");
+	return 0;
+#endif
+}
