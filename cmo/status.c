@@ -37,15 +37,19 @@ const char *oxr_errmsg(void)
 
 oxr_status_t oxr_err(oxr_status_t status, const char *fmt, ...)
 {
+	char line[sizeof(errmsg)];
 	va_list ap;
 
+	/* through a copy: callers wrap the last message, oxr_err(st, "...: %s", oxr_errmsg()) */
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	memcpy(errmsg, line, sizeof(errmsg));
 	return status;
 }
 
 void oxr_err_keep(const char *msg)
 {
-	snprintf(errmsg, sizeof(errmsg), "%s", msg);
+	if (msg != errmsg)
+		snprintf(errmsg, sizeof(errmsg), "%s", msg);
 }

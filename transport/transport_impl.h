@@ -145,6 +145,9 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 /* window.c: a private window frame (descriptor or put) from link l. */
 oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 void oxr_windows_free(oxr_group *g);
+/* 1 and the address and rkey peer gave for its window id, if it gave them
+ * (verbs); for tests that write where oxr_put would not. */
+int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t *rkey);
 
 oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
 			    struct sendop **out);

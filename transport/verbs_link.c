@@ -8,16 +8,20 @@
  * to a slot of the stream into a local staging slot and RDMA-WRITEs it WITH
  * IMMEDIATE into the peer's next ring slot; the completion tells the
  * receiver the length (byte_len) and carries, as the immediate, the number
- * of the receiver's own slots the sender has freed since its last message
- * (credits travel back piggybacked; a zero-byte write carries them alone
- * when there is nothing else to send).  Writes of 0 bytes use a slot too,
- * so slots and receive WRs are one resource.
+ * of the receiver's own slots the sender has freed since its last write
+ * (credits travel back piggybacked).  When there is nothing to carry them,
+ * a zero-byte write with immediate carries them alone: it uses a receive
+ * WR of a small control pool but no slot, and it is sent only once a
+ * quarter of the ring (`thresh`) has been freed.
  *
- * Invariant: the sender never has more unreturned writes on the peer than
- * the peer has ring slots and posted receives (`credits`), and keeps the
- * last credit for a credits-only write, so two sides that wait on each
- * other's credits can always return them.  Slots are read in arrival order
- * (RC writes complete in order), so the stream is ordered.
+ * Invariants: a data write needs a credit, so the sender never has more
+ * writes on the peer than the peer has free slots; a credits-only write
+ * needs none, so two sides that wait on each other's credits can always
+ * return them, and it frees no slot, so it never causes another (no
+ * ping-pong).  Unseen credits-only writes at a peer return >= thresh slots
+ * each out of at most nslots, so nslots / thresh + 2 control WRs keep the
+ * receive queue from ever running dry (no RNR).  Slots are read in arrival
+ * order (RC writes complete in order), so the stream is ordered.
  *
  * One-sided puts are RDMA WRITEs (without immediate) into the peer's window
  * MR; the notification follows on the same QP, and RC ordering makes the
@@ -38,7 +42,7 @@
 #include "verbs_dev.h"
 #include "verbs_link.h"
 
-enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4 };
+enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5 };
 
 #define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_PEER(id) ((int)((id) >> 8))
@@ -46,6 +50,11 @@ enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4 };
 
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
 #define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, puts */
+
+/* Slots freed before they are returned without data to carry them. */
+static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
+/* Receive WRs for credits-only writes (see the invariants above). */
+static uint32_t ctl_wrs(uint32_t nslots) { return nslots / thresh(nslots) + 2; }
 
 struct vgroup {
 	struct ibv_comp_channel *ch;
@@ -92,7 +101,7 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 {
 	struct vgroup *vg = g->vg;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = OXR_EPOLL_CQ };
-	int per_link = (int)(2 * g->ctx->vslots + SQ_EXTRA + 4);
+	int per_link = (int)(2 * g->ctx->vslots + ctl_wrs(g->ctx->vslots) + SQ_EXTRA + 4);
 
 	if (vg) {
 		*out = vg;
@@ -152,16 +161,20 @@ static oxr_status_t post_recv(struct vlink *v)
 					       : OXR_OK;
 }
 
-static void vlink_free(struct vlink *v)
+static void vlink_free(oxr_group *g, struct vlink *v)
 {
+	size_t ring = (size_t)v->nslots * v->slot;
+
 	if (v->qp)
 		ibv_destroy_qp(v->qp);
 	if (v->rx_mr)
 		ibv_dereg_mr(v->rx_mr);
 	if (v->tx_mr)
 		ibv_dereg_mr(v->tx_mr);
-	free(v->rx);
-	free(v->tx);
+	if (v->rx)
+		oxr_vdev_free(dev(g), v->rx, ring);
+	if (v->tx)
+		oxr_vdev_free(dev(g), v->tx, ring);
 	free(v->rx_len);
 	free(v);
 }
@@ -177,7 +190,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	struct oxr_vdev *d = dev(g);
 	struct ibv_qp_init_attr qa = { 0 };
 	struct ibv_qp_attr a = { 0 };
-	struct vgroup *vg;
+	struct vgroup *vg = NULL;
 	struct vlink *v;
 	size_t ring;
 	uint32_t psn, i;
@@ -192,11 +205,12 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	v->nslots = g->ctx->vslots;
 	v->slot = g->ctx->vslot_bytes;
 	ring = (size_t)v->nslots * v->slot;
-	v->rx = aligned_alloc(4096, ring);
-	v->tx = aligned_alloc(4096, ring);
+	/* on the device's NUMA node: the HCA reads and writes them, not only the CPU */
+	v->rx = oxr_vdev_alloc(d, ring);
+	v->tx = oxr_vdev_alloc(d, ring);
 	v->rx_len = calloc(v->nslots, sizeof(*v->rx_len));
 	if (!v->rx || !v->tx || !v->rx_len) {
-		vlink_free(v);
+		vlink_free(g, v);
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for %zu-byte rings", ring);
 	}
 	/* least privilege: only the ring takes remote writes, and its rkey goes to one peer */
@@ -204,7 +218,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	v->tx_mr = v->rx_mr ? ibv_reg_mr(d->pd, v->tx, ring, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!v->tx_mr) {
 		int e = errno;
-		vlink_free(v);
+		vlink_free(g, v);
 		return oxr_err(OXR_ERR_IO, "verbs: registering %zu bytes on %s: %s (memlock limit? "
 			       "ulimit -l)", 2 * ring, d->name, strerror(e));
 	}
@@ -212,14 +226,14 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	qa.send_cq = qa.recv_cq = vg->cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = v->sq_depth;
-	qa.cap.max_recv_wr = v->nslots;
+	qa.cap.max_recv_wr = v->nslots + ctl_wrs(v->nslots);
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = d->max_inline;
 	v->qp = ibv_create_qp(d->pd, &qa);
 	if (!v->qp) {
 		int e = errno;
-		vlink_free(v);
+		vlink_free(g, v);
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_create_qp on %s: %s", d->name, strerror(e));
 	}
 	v->max_inline = qa.cap.max_inline_data;
@@ -230,13 +244,13 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  IBV_QP_ACCESS_FLAGS)) {
 		int e = errno;
-		vlink_free(v);
+		vlink_free(g, v);
 		return oxr_err(OXR_ERR_IO, "verbs: QP to INIT: %s", strerror(e));
 	}
 	/* receives go up before the offer leaves, so the peer's first write finds one */
-	for (i = 0; i < v->nslots; i++)
+	for (i = 0; i < v->nslots + ctl_wrs(v->nslots); i++)
 		if ((st = post_recv(v))) {
-			vlink_free(v);
+			vlink_free(g, v);
 			return st;
 		}
 	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
@@ -319,7 +333,7 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 	return OXR_OK;
 }
 
-/* Posts staging slot st_next (len bytes, 0 for credits alone) into the peer's next ring slot. */
+/* Posts staging slot st_next (len > 0 bytes) into the peer's next ring slot. */
 static int post_data(struct vlink *v, uint32_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
@@ -327,8 +341,8 @@ static int post_data(struct vlink *v, uint32_t len)
 	struct ibv_send_wr wr = { 0 }, *bad;
 
 	wr.wr_id = WR_ID(v->peer, WR_DATA);
-	wr.sg_list = len ? &sge : NULL;
-	wr.num_sge = len ? 1 : 0;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.send_flags = IBV_SEND_SIGNALED | (len <= v->max_inline ? IBV_SEND_INLINE : 0);
 	wr.imm_data = htonl(v->owed);
@@ -345,6 +359,24 @@ static int post_data(struct vlink *v, uint32_t len)
 	return 0;
 }
 
+/* A zero-byte write with immediate: credits alone, no slot, no credit. */
+static int post_credits(struct vlink *v)
+{
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	wr.wr_id = WR_ID(v->peer, WR_CTL);
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.imm_data = htonl(v->owed);
+	wr.wr.rdma.remote_addr = v->raddr;
+	wr.wr.rdma.rkey = v->rkey;
+	if (ibv_post_send(v->qp, &wr, &bad))
+		return -1;
+	v->owed = 0;
+	v->sq_posted++;
+	return 0;
+}
+
 static int can_post(const struct vlink *v, uint32_t need_credits)
 {
 	return v->credits >= need_credits && v->st_busy < v->nslots && v->sq_posted < v->sq_depth;
@@ -354,10 +386,9 @@ static int can_post(const struct vlink *v, uint32_t need_credits)
 static void return_credits(oxr_group *g, struct link *l)
 {
 	struct vlink *v = l->v;
-	uint32_t thresh = v->nslots / 4 ? v->nslots / 4 : 1;
 
-	if (v->owed >= thresh && (!l->sq_head || v->credits < 2) && can_post(v, 1) &&
-	    post_data(v, 0))
+	if (v->owed >= thresh(v->nslots) && (!l->sq_head || !v->credits) &&
+	    v->sq_posted < v->sq_depth && post_credits(v))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
 			      l->peer, strerror(errno));
 }
@@ -367,7 +398,7 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 	struct vlink *v = l->v;
 	size_t got = 0;
 
-	while (v->rx_ready && (got < n || v->rx_len[v->rx_head] == 0)) {
+	while (v->rx_ready && got < n) {
 		uint32_t len = v->rx_len[v->rx_head];
 		size_t k = len - v->rx_off;
 		if (k > n - got)
@@ -396,7 +427,7 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 	size_t total = 0, ioff = 0;
 	int i = 0;
 
-	while (i < niov && can_post(v, 2)) {
+	while (i < niov && can_post(v, 1)) {
 		uint8_t *dst = v->tx + (size_t)v->st_next * v->slot;
 		uint32_t len = 0;
 		while (len < v->slot && i < niov) {
@@ -555,7 +586,7 @@ void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
 {
 	if (!v)
 		return;
-	vlink_free(v);
+	vlink_free(g, v);
 }
 
 /* Writes still in flight finish before the QP goes (an isend followed by exit). */
@@ -591,24 +622,30 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int *rd, int *wr)
 	case WR_RECV: {
 		uint32_t back = ntohl(wc->imm_data);
 		if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc->byte_len > v->slot ||
-		    back > v->nslots - v->credits || v->rx_ready >= v->nslots) {
+		    back > v->nslots - v->credits || (wc->byte_len && v->rx_ready >= v->nslots)) {
 			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke "
 				      "the ring protocol (opcode %d, %u bytes, %u credits back)",
 				      peer, (int)wc->opcode, wc->byte_len, back);
 			return;
 		}
 		v->credits += back;
-		v->rx_len[v->rx_next] = wc->byte_len;
-		v->rx_next = (v->rx_next + 1) % v->nslots;
-		v->rx_ready++;
+		if (wc->byte_len) { /* data in the next slot; zero bytes: credits alone */
+			v->rx_len[v->rx_next] = wc->byte_len;
+			v->rx_next = (v->rx_next + 1) % v->nslots;
+			v->rx_ready++;
+			*rd = 1;
+		}
 		if (post_recv(v)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
 			return;
 		}
-		*rd = 1;
 		*wr = back > 0;
 		break;
 	}
+	case WR_CTL:
+		v->sq_posted--;
+		*wr = 1;
+		break;
 	case WR_DATA:
 	case WR_PUT:
 		v->st_busy--;

@@ -169,6 +169,17 @@ void oxr_win_destroy(oxr_win *w)
 	free(w);
 }
 
+int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t *rkey)
+{
+	struct rwin *r = find_rwin(g, peer, id);
+
+	if (!r || !r->rdma)
+		return 0;
+	*addr = r->addr;
+	*rkey = r->rkey;
+	return 1;
+}
+
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
