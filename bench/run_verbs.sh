@@ -8,7 +8,9 @@
 # when a program fails.  Run it where a device is, e.g. in the soft-RoCE guest:
 #   ci/rxe-guest -- bench/run_verbs.sh [-B BUILD_DIR] [--quick]
 #   OXR_DEVICE (default rxe0), OXR_GID_INDEX (default 1), RDMA_HOST (default
-#   127.0.0.2: the address perftest's client connects to)
+#   127.0.0.2: the address perftest's client connects to), OXR_SPIN_US (default
+#   here 100000: oxr polls all the time, as perftest does; oxr's own default of
+#   50 us then sleeps, which under qemu's TCG costs ~100 us a wake-up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +68,7 @@ sl_us=$(echo "$sl" | awk '{print $5}')
 wb_mbs=$(echo "$wb" | awk '{print $4}')
 
 echo "=== oxr on $dev (OXR_TRANSPORT=verbs)"
-export OXR_TRANSPORT=verbs OXR_DEVICE="$dev" OXR_GID_INDEX="$gid"
+export OXR_TRANSPORT=verbs OXR_DEVICE="$dev" OXR_GID_INDEX="$gid" OXR_SPIN_US=${OXR_SPIN_US:-100000}
 "$build/bin/oxr-run" -n 2 "$build/bin/bench_put" "${quick[@]}" --sizes 8,4096,65536,1048576 \
 	| tee "$out/put.txt"
 "$build/bin/oxr-run" -n 2 "$build/bin/bench_pingpong" "${quick[@]}" --sizes 8,4096,65536,1048576 \
