@@ -90,6 +90,8 @@ struct oxr_group {
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
 	struct vgroup *vg;      /* verbs: the CQ of every verbs link */
+	int tcp_links;          /* open links whose stream is a socket */
+	unsigned spins;         /* spinning rounds, to look at sockets now and then */
 };
 
 struct oxr_req {

@@ -87,6 +87,11 @@ struct vlink {
 	uint32_t rkey;
 	uint32_t max_inline;
 	uint32_t psn;          /* our first send PSN, as our offer said */
+	/* a small put waits here for the stream write that follows it (its
+	 * notification), so both go in one ibv_post_send */
+	struct ibv_send_wr put_wr;
+	struct ibv_sge put_sge;
+	int put_held;
 	uint32_t puts_pending; /* large puts from caller memory not yet completed */
 	oxr_status_t put_err;
 };
@@ -333,12 +338,41 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 	return OXR_OK;
 }
 
+/* Posts wr, after the put held back for it if there is one (one doorbell). */
+static int post_chain(struct vlink *v, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad, *first = wr;
+
+	if (v->put_held) {
+		v->put_wr.next = wr;
+		first = &v->put_wr;
+	}
+	if (ibv_post_send(v->qp, first, &bad))
+		return -1;
+	v->put_held = 0;
+	return 0;
+}
+
+int oxr_vlink_flush(struct link *l)
+{
+	struct vlink *v = l->v;
+	struct ibv_send_wr *bad;
+
+	if (!v || !v->put_held)
+		return 0;
+	v->put_wr.next = NULL;
+	if (ibv_post_send(v->qp, &v->put_wr, &bad))
+		return -1;
+	v->put_held = 0;
+	return 0;
+}
+
 /* Posts staging slot st_next (len > 0 bytes) into the peer's next ring slot. */
 static int post_data(struct vlink *v, uint32_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
 			       .length = len, .lkey = v->tx_mr->lkey };
-	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_send_wr wr = { 0 };
 
 	wr.wr_id = WR_ID(v->peer, WR_DATA);
 	wr.sg_list = &sge;
@@ -348,7 +382,7 @@ static int post_data(struct vlink *v, uint32_t len)
 	wr.imm_data = htonl(v->owed);
 	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
 	wr.wr.rdma.rkey = v->rkey;
-	if (ibv_post_send(v->qp, &wr, &bad))
+	if (post_chain(v, &wr))
 		return -1;
 	v->owed = 0;
 	v->credits--;
@@ -362,7 +396,7 @@ static int post_data(struct vlink *v, uint32_t len)
 /* A zero-byte write with immediate: credits alone, no slot, no credit. */
 static int post_credits(struct vlink *v)
 {
-	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_send_wr wr = { 0 };
 
 	wr.wr_id = WR_ID(v->peer, WR_CTL);
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -370,7 +404,7 @@ static int post_credits(struct vlink *v)
 	wr.imm_data = htonl(v->owed);
 	wr.wr.rdma.remote_addr = v->raddr;
 	wr.wr.rdma.rkey = v->rkey;
-	if (ibv_post_send(v->qp, &wr, &bad))
+	if (post_chain(v, &wr))
 		return -1;
 	v->owed = 0;
 	v->sq_posted++;
@@ -503,8 +537,12 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 		wr.wr_id = WR_ID(v->peer, WR_PUT);
 		if (len <= v->max_inline)
 			wr.send_flags |= IBV_SEND_INLINE;
-		if (ibv_post_send(v->qp, &wr, &bad))
+		if (oxr_vlink_flush(l))
 			return oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
+		v->put_wr = wr;
+		v->put_sge = sge;
+		v->put_wr.sg_list = &v->put_sge;
+		v->put_held = 1;
 		v->st_next = (v->st_next + 1) % v->nslots;
 		v->st_busy++;
 		v->sq_posted++;
@@ -522,7 +560,7 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 	sge.lkey = mr->lkey;
 	wr.wr_id = WR_ID(v->peer, WR_BIGPUT);
 	if ((st = oxr_progress_until(g, staging_free, l, -1)) == OXR_OK && l->state == LINK_OPEN) {
-		if (ibv_post_send(v->qp, &wr, &bad)) {
+		if (oxr_vlink_flush(l) || ibv_post_send(v->qp, &wr, &bad)) {
 			st = oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
 		} else {
 			v->puts_pending++;
@@ -592,7 +630,7 @@ void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
 /* Writes still in flight finish before the QP goes (an isend followed by exit). */
 void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
 {
-	if (l->v && l->state == LINK_OPEN)
+	if (l->v && l->state == LINK_OPEN && oxr_vlink_flush(l) == 0)
 		(void)oxr_progress_until(g, drained, l, timeout_ms);
 }
 

@@ -47,6 +47,10 @@ void oxr_vmr_dereg(struct oxr_vmr *m);
 oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
 			     const void *src, size_t len);
 
+/* A small put is held back to go out with the next write of the stream (its
+ * notification); this posts it alone if it is still waiting.  -1 on error. */
+int oxr_vlink_flush(struct link *l);
+
 /* The group's completion queue: created with the first verbs link. */
 void oxr_vgroup_destroy(oxr_group *g);
 /* Polls the CQ and acts on what completed; *progress = completions seen. */

@@ -209,7 +209,11 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 		if (st)
 			return st;
 		oxr_arena_reset(g->scratch);
-		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
+		st = send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
+		/* the note went out with the put; if it failed, the put goes alone */
+		if (oxr_vlink_flush(&g->links[peer]) && st == OXR_OK)
+			st = oxr_err(OXR_ERR_IO, "put to rank %d: posting the write failed", peer);
+		return st;
 	}
 #endif
 	oxr_arena_reset(g->scratch);
