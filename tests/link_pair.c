@@ -7,22 +7,37 @@
 
 #include "link_pair.h"
 
-void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
+static void setup(struct pair *p, int n, const char *order_a, const char *order_b,
+		  const char *tr_a, const char *tr_b)
 {
 	uint8_t tok[32];
 
 	memset(p, 0, sizeof(*p));
 	memset(tok, 7, sizeof(tok));
 	setenv("OXR_ORDER", order_a, 1);
+	if (tr_a)
+		setenv("OXR_TRANSPORT", tr_a, 1);
 	cr_assert_eq(oxr_ctx_create(&p->ca), OXR_OK, "%s", oxr_errmsg());
 	setenv("OXR_ORDER", order_b, 1);
-	cr_assert_eq(oxr_ctx_create(&p->cb), OXR_OK);
+	if (tr_b)
+		setenv("OXR_TRANSPORT", tr_b, 1);
+	cr_assert_eq(oxr_ctx_create(&p->cb), OXR_OK, "%s", oxr_errmsg());
 	unsetenv("OXR_ORDER");
 	cr_assert_eq(oxr_group_create(p->ca, n, 0, &p->a), OXR_OK);
 	cr_assert_eq(oxr_group_create(p->cb, n, 1, &p->b), OXR_OK);
 	cr_assert_eq(oxr_group_set_token(p->a, tok, 32), OXR_OK);
 	cr_assert_eq(oxr_group_set_token(p->b, tok, 32), OXR_OK);
 	cr_assert_eq(oxr_link_listen(p->a, 0, &p->port), OXR_OK);
+}
+
+void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
+{
+	setup(p, n, order_a, order_b, NULL, NULL);
+}
+
+void make_pair_tr(struct pair *p, int n, const char *tr_a, const char *tr_b)
+{
+	setup(p, n, "little", "little", tr_a, tr_b);
 }
 
 void free_pair(struct pair *p)
@@ -54,3 +69,25 @@ oxr_status_t link_up(struct pair *p, int mode)
 	return st;
 }
 
+
+static void *make_win(void *arg)
+{
+	struct win_arg *x = arg;
+
+	x->st = oxr_win_create(x->g, x->id, x->base, x->len, 10000, &x->w);
+	return NULL;
+}
+
+void pair_windows(struct pair *p, uint32_t id, struct win_arg *wa, void *abase, size_t alen,
+		  struct win_arg *wb, void *bbase, size_t blen)
+{
+	pthread_t t;
+
+	*wa = (struct win_arg){ .g = p->a, .id = id, .base = abase, .len = alen };
+	*wb = (struct win_arg){ .g = p->b, .id = id, .base = bbase, .len = blen };
+	pthread_create(&t, NULL, make_win, wa);
+	make_win(wb);
+	pthread_join(t, NULL);
+	cr_assert_eq(wa->st, OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
+}

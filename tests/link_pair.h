@@ -16,6 +16,9 @@ struct pair {
 	char err_accept[512];
 };
 
+/* Like make_pair, with OXR_TRANSPORT tr_a for a's context and tr_b for b's
+ * (left as the environment has it afterwards: tr_b). */
+void make_pair_tr(struct pair *p, int n, const char *tr_a, const char *tr_b);
 /* Contexts (OXR_ORDER order_a / order_b), groups of n, token, a listening port. */
 void make_pair(struct pair *p, int n, const char *order_a, const char *order_b);
 void free_pair(struct pair *p);
@@ -23,5 +26,19 @@ void free_pair(struct pair *p);
 void *acceptor(void *arg);
 /* Runs accept in a thread and connect here; returns connect's status. */
 oxr_status_t link_up(struct pair *p, int mode);
+
+/* A window being created by one rank of a pair. */
+struct win_arg {
+	oxr_group *g;
+	uint32_t id;
+	void *base;
+	size_t len;
+	oxr_win *w;
+	oxr_status_t st;
+};
+
+/* Both ranks create window id at once (a in a thread), over the memory given. */
+void pair_windows(struct pair *p, uint32_t id, struct win_arg *wa, void *abase, size_t alen,
+		  struct win_arg *wb, void *bbase, size_t blen);
 
 #endif

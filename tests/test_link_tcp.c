@@ -343,34 +343,10 @@ Test(link, context_rejects_bad_environment)
 	unsetenv("OXR_TRANSPORT");
 }
 
-struct win_arg {
-	oxr_group *g;
-	void *base;
-	size_t len;
-	oxr_win *w;
-	oxr_status_t st;
-};
-
-static void *make_win(void *arg)
-{
-	struct win_arg *x = arg;
-
-	x->st = oxr_win_create(x->g, 7, x->base, x->len, 5000, &x->w);
-	return NULL;
-}
-
 /* Both ranks create window 7 (a: 4 KiB, b: 1 MiB). */
 static void windows(struct pair *p, struct win_arg *wa, struct win_arg *wb)
 {
-	pthread_t t;
-
-	*wa = (struct win_arg){ .g = p->a, .base = calloc(1, 4096), .len = 4096 };
-	*wb = (struct win_arg){ .g = p->b, .base = calloc(1, 1u << 20), .len = 1u << 20 };
-	pthread_create(&t, NULL, make_win, wa);
-	make_win(wb);
-	pthread_join(t, NULL);
-	cr_assert_eq(wa->st, OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
+	pair_windows(p, 7, wa, calloc(1, 4096), 4096, wb, calloc(1, 1u << 20), 1u << 20);
 }
 
 struct put_arg {

@@ -42,34 +42,10 @@ static uint64_t fnv(const uint8_t *b, size_t n, uint64_t h)
 	return h;
 }
 
-struct win_arg {
-	oxr_group *g;
-	void *base;
-	size_t len;
-	oxr_win *w;
-	oxr_status_t st;
-};
-
-static void *make_win(void *arg)
-{
-	struct win_arg *x = arg;
-
-	x->st = oxr_win_create(x->g, 3, x->base, x->len, 10000, &x->w);
-	return NULL;
-}
-
 static void windows(struct pair *p, struct win_arg *wa, struct win_arg *wb, void *abase,
 		    size_t alen)
 {
-	pthread_t t;
-
-	*wa = (struct win_arg){ .g = p->a, .base = abase, .len = alen };
-	*wb = (struct win_arg){ .g = p->b, .base = calloc(1, 4096), .len = 4096 };
-	pthread_create(&t, NULL, make_win, wa);
-	make_win(wb);
-	pthread_join(t, NULL);
-	cr_assert_eq(wa->st, OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
+	pair_windows(p, 3, wa, abase, alen, wb, calloc(1, 4096), 4096);
 }
 
 struct puts_arg {
@@ -339,32 +315,15 @@ Test(verbs, a_long_stream_arrives_intact)
 Test(verbs, a_peer_without_verbs_gets_tcp_or_a_clear_error)
 {
 	struct pair p;
-	uint8_t token[32];
 
-	memset(token, 7, sizeof(token)); /* make_pair's */
-	setenv("OXR_TRANSPORT", "auto", 1);
-	memset(&p, 0, sizeof(p));
-	make_pair(&p, 2, "little", "little");
-	oxr_ctx_destroy(p.cb);
-	oxr_group_destroy(p.b);
-	setenv("OXR_TRANSPORT", "tcp", 1);
-	cr_assert_eq(oxr_ctx_create(&p.cb), OXR_OK);
-	cr_assert_eq(oxr_group_create(p.cb, 2, 1, &p.b), OXR_OK);
-	cr_assert_eq(oxr_group_set_token(p.b, token, 32), OXR_OK);
+	make_pair_tr(&p, 2, "auto", "tcp");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_str_eq(oxr_ctx_transport(p.ca), "verbs");
 	cr_assert_str_eq(oxr_link_transport(p.a, 1), "tcp");
 	cr_assert_str_eq(oxr_link_transport(p.b, 0), "tcp");
 	free_pair(&p);
 
-	setenv("OXR_TRANSPORT", "verbs", 1);
-	make_pair(&p, 2, "little", "little");
-	oxr_ctx_destroy(p.cb);
-	oxr_group_destroy(p.b);
-	setenv("OXR_TRANSPORT", "tcp", 1);
-	cr_assert_eq(oxr_ctx_create(&p.cb), OXR_OK);
-	cr_assert_eq(oxr_group_create(p.cb, 2, 1, &p.b), OXR_OK);
-	cr_assert_eq(oxr_group_set_token(p.b, token, 32), OXR_OK);
+	make_pair_tr(&p, 2, "verbs", "tcp");
 	(void)link_up(&p, OXR_LINK_AUTH);
 	cr_assert_neq(p.st_accept, OXR_OK, "the verbs-only side refuses a tcp-only peer");
 	cr_assert(strstr(p.err_accept, "no verbs device"), "%s", p.err_accept);
