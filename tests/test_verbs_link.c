@@ -9,6 +9,7 @@
  * host run leaves them to the guest (ci/test says how many ran where).
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,4 +334,72 @@ Test(verbs, a_peer_without_verbs_gets_tcp_or_a_clear_error)
 	}
 	unsetenv("OXR_TRANSPORT");
 	free_pair(&p);
+}
+
+/* GID 0 of the device (link-local, fe80::...) as "fe80::...%netdev". */
+static void link_local_addr(char *out, size_t n)
+{
+	char path[256], gid[64], ndev[32];
+	struct in6_addr a;
+	FILE *f;
+	size_t i, j;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/0",
+		 getenv("OXR_DEVICE") ? getenv("OXR_DEVICE") : "rxe0");
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	cr_assert(fgets(gid, sizeof(gid), f));
+	fclose(f);
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/0",
+		 getenv("OXR_DEVICE") ? getenv("OXR_DEVICE") : "rxe0");
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	cr_assert(fgets(ndev, sizeof(ndev), f));
+	fclose(f);
+	ndev[strcspn(ndev, "\n")] = 0;
+	/* sysfs writes all eight groups with leading zeros: let inet_ntop shorten it */
+	for (i = j = 0; gid[i] && gid[i] != '\n'; i++)
+		gid[j++] = gid[i];
+	gid[j] = 0;
+	cr_assert_eq(inet_pton(AF_INET6, gid, &a), 1, "%s", gid);
+	inet_ntop(AF_INET6, &a, gid, sizeof(gid));
+	snprintf(out, n, "%s%%%s", gid, ndev);
+}
+
+/* The second way to set a QP up: librdmacm on the device's IPv6 link-local address. */
+Test(verbs, links_connect_by_rdma_cm_on_an_ip_address)
+{
+	struct pair p;
+	struct duplex a, b;
+	const uint64_t h0 = 14695981039346656037ull;
+	char addr[128];
+	pthread_t t;
+
+	link_local_addr(addr, sizeof(addr));
+	setenv("OXR_VERBS_CM", "rdmacm", 1);
+	setenv("OXR_RDMA_ADDR", addr, 1);
+	verbs_pair(&p);
+	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = 300, .max_len = 20000, .hash = h0 };
+	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = 300, .max_len = 300, .hash = h0 };
+	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = 300, .max_len = 300, .hash = h0 };
+	b.in = (struct stream_arg){ .g = p.b, .peer = 0, .count = 300, .max_len = 20000, .hash = h0 };
+	pthread_create(&t, NULL, duplex, &a);
+	duplex(&b);
+	pthread_join(t, NULL);
+	cr_assert_eq(a.in.st, OXR_OK, "%s", a.in.err);
+	cr_assert_eq(b.in.st, OXR_OK, "%s", b.in.err);
+	cr_assert_eq(b.in.hash, a.out.hash);
+	cr_assert_eq(a.in.hash, b.out.hash);
+	free_pair(&p);
+
+	/* an address whose route is not on the device: a clear error, no hang */
+	setenv("OXR_RDMA_ADDR", "127.0.0.2", 1);
+	setenv("OXR_TRANSPORT", "verbs", 1);
+	make_pair(&p, 2, "little", "little");
+	cr_assert_neq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	cr_assert(strstr(oxr_errmsg(), "rdma_cm") || strstr(p.err_accept, "rdma_cm"), "%s / %s",
+		  oxr_errmsg(), p.err_accept);
+	free_pair(&p);
+	unsetenv("OXR_VERBS_CM");
+	unsetenv("OXR_RDMA_ADDR");
 }

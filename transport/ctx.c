@@ -55,6 +55,7 @@ static oxr_status_t env_word(const char *name, const char *const *words, int def
 static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 {
 #ifdef OXR_HAVE_VERBS
+	static const char *const cms[] = { "tcp", "rdmacm", NULL };
 	long slots, slot_bytes, tmo, retry, gid;
 	oxr_status_t st;
 
@@ -66,7 +67,8 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 	    (st = env_int("OXR_VERBS_SLOT_BYTES", 256, 1 << 20, 8192, &slot_bytes)) ||
 	    (st = env_int("OXR_VERBS_TIMEOUT", 1, 31, 14, &tmo)) ||
 	    (st = env_int("OXR_VERBS_RETRY", 0, 7, 7, &retry)) ||
-	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)))
+	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)) ||
+	    (st = env_word("OXR_VERBS_CM", cms, 0, &c->vcm)))
 		return st;
 	c->vslots = (uint32_t)slots;
 	c->vslot_bytes = (uint32_t)slot_bytes;

@@ -117,7 +117,7 @@ static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int 
 	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &order);
 
 	if (st == OXR_OK && mode == OXR_LINK_AUTH)
-		st = oxr_link_upgrade(g, fd, peer, addr, timeout_ms, &v);
+		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, timeout_ms, &v);
 	if (st) {
 		close(fd);
 		return st;

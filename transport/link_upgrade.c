@@ -8,7 +8,8 @@
  *   "OXRU" u32 n, n bytes of offer (n = 0: this side stays on TCP)
  *   "OXRR" u32 status (0: my QP is ready to receive)  -- only when both offered
  * The second exchange keeps either side from writing into a QP that the
- * other has not moved to RTR yet.
+ * other has not moved to RTR yet.  With OXR_VERBS_CM=rdmacm the QPs are
+ * connected by librdmacm between the two exchanges (verbs_cm.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,8 @@ static oxr_status_t swap(int fd, const uint8_t *mine, uint8_t *theirs, size_t n,
 	return st ? st : oxr_tcp_io(fd, theirs, n, 0, deadline, addr);
 }
 
-oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, const char *addr, int timeout_ms,
-			      struct vlink **v)
+oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
+			      int timeout_ms, struct vlink **v)
 {
 	int64_t deadline = oxr_now_ms() + timeout_ms;
 	uint8_t mine[8 + OXR_VOFFER_BYTES] = { 0 }, theirs[8 + OXR_VOFFER_BYTES];
@@ -79,7 +80,8 @@ oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, const char *addr, 
 		goto tcp;
 	}
 #ifdef OXR_HAVE_VERBS
-	cst = oxr_vlink_connect(g, *v, theirs + 8);
+	cst = g->ctx->vcm ? oxr_vlink_connect_cm(g, *v, theirs + 8, acceptor, fd, addr, deadline)
+			  : oxr_vlink_connect(g, *v, theirs + 8);
 	if (cst)
 		oxr_log(g->ctx, g->ctx->verbs_required ? OXR_LOG_ERROR : OXR_LOG_WARN,
 			"rank %d: verbs link to rank %d: %s", g->rank, peer, oxr_errmsg());

@@ -21,6 +21,7 @@ struct oxr_ctx {
 	struct oxr_vdev *vdev;   /* the RDMA device when transport is verbs */
 	uint32_t vslots, vslot_bytes; /* ring geometry per verbs link */
 	int vtimeout, vretry;    /* QP local ACK timeout exponent and retry count */
+	int vcm;                 /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 };
 
@@ -137,7 +138,7 @@ void oxr_link_read(oxr_group *g, struct link *l);
 void oxr_link_write(oxr_group *g, struct link *l);
 /* link_upgrade.c: on an OXR_LINK_AUTH link both sides offer their QPs over
  * the socket; when both have verbs, *v is the connected QP, else NULL (TCP). */
-oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, const char *addr,
+oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
 			      int timeout_ms, struct vlink **v);
 /* One round: waits up to timeout_ms for events (0: just polls). */
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);

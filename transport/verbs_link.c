@@ -274,14 +274,15 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	put_u32(offer + 48, v->slot);
 	put_u32(offer + 52, (uint32_t)d->mtu);
 	put_u32(offer + 56, (uint32_t)d->link_layer);
+	put_u32(offer + 60, (uint32_t)g->ctx->vcm);
 	*out = v;
 	return OXR_OK;
 }
 
-oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
+oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
+				  const uint8_t offer[OXR_VOFFER_BYTES])
 {
 	struct oxr_vdev *d = dev(g);
-	struct ibv_qp_attr a = { 0 };
 	uint32_t qpn = get_u32(offer + 4), psn = get_u32(offer + 8), mtu = get_u32(offer + 52);
 
 	if (get_u32(offer) != OFFER_MAGIC)
@@ -297,9 +298,28 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 	if (qpn > 0xffffff || psn > 0xffffff || mtu < IBV_MTU_256 || mtu > IBV_MTU_4096)
 		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent an offer out of range "
 			       "(qpn %u, psn %u, mtu %u)", v->peer, qpn, psn, mtu);
+	if (get_u32(offer + 60) != (uint32_t)g->ctx->vcm)
+		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d sets up QPs %s, this rank %s: set "
+			       "OXR_VERBS_CM alike on every rank", v->peer,
+			       get_u32(offer + 60) ? "by rdma_cm" : "over tcp",
+			       g->ctx->vcm ? "by rdma_cm" : "over tcp");
 	v->raddr = get_u64(offer + 32);
 	v->rkey = get_u32(offer + 40);
 	v->credits = v->nslots;
+	return OXR_OK;
+}
+
+struct ibv_qp *oxr_vlink_qp(struct vlink *v) { return v->qp; }
+
+oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
+{
+	struct oxr_vdev *d = dev(g);
+	struct ibv_qp_attr a = { 0 };
+	uint32_t qpn = get_u32(offer + 4), psn = get_u32(offer + 8), mtu = get_u32(offer + 52);
+	oxr_status_t st = oxr_vlink_take_offer(g, v, offer);
+
+	if (st)
+		return st;
 	a.qp_state = IBV_QPS_RTR;
 	/* the smaller of both ports' MTUs: a path is only as wide as its narrowest end */
 	a.path_mtu = mtu < (uint32_t)d->mtu ? (enum ibv_mtu)mtu : d->mtu;

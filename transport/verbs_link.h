@@ -25,6 +25,18 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			      uint8_t offer[OXR_VOFFER_BYTES]);
 /* Moves the QP to RTS with the peer's offer (checked: it came from the network). */
 oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES]);
+/* Checks the peer's offer (it came from the network) and takes its ring;
+ * leaves the QP alone (oxr_vlink_connect_cm moves it). */
+oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
+				  const uint8_t offer[OXR_VOFFER_BYTES]);
+struct ibv_qp *oxr_vlink_qp(struct vlink *v);
+/* verbs_cm.c: the same, with the QP connected by librdmacm on IP addresses
+ * instead of by the offer's QPN/GID (OXR_VERBS_CM=rdmacm).  The acceptor of
+ * the TCP link listens and tells the connector where, over fd. */
+oxr_status_t oxr_vlink_connect_cm(oxr_group *g, struct vlink *v,
+				  const uint8_t offer[OXR_VOFFER_BYTES], int acceptor, int fd,
+				  const char *addr, int64_t deadline_ms);
+
 /* Waits (bounded) until the writes posted on l have completed (an isend
  * followed by exit must not lose its bytes). */
 void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms);
