@@ -6,7 +6,9 @@
 # Latencies are medians of half round trips (perftest: t_typical); bandwidth
 # is MB/s (10^6).  It measures and prints the ratios; it exits non-zero only
 # when a program fails.  Run it where a device is, e.g. in the soft-RoCE guest:
-#   ci/rxe-guest -- bench/run_verbs.sh [-B BUILD_DIR] [--quick]
+#   ci/rxe-guest -- bench/run_verbs.sh [-B BUILD_DIR] [-r RUNS] [--quick]
+# -r: each program runs RUNS times (default 3), oxr and perftest in turn, and
+# each side keeps its best figure (the guest's timing is noisy, both alike).
 #   OXR_DEVICE (default rxe0), OXR_GID_INDEX (default 1), RDMA_HOST (default
 #   127.0.0.2: the address perftest's client connects to), OXR_SPIN_US (default
 #   here 100000: oxr polls all the time, as perftest does; oxr's own default of
@@ -14,12 +16,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build quick=()
+build=build quick=() runs=3
 while [ $# -gt 0 ]; do
 	case $1 in
 	-B) build=$2; shift ;;
+	-r) runs=$2; shift ;;
 	--quick) quick=(--quick) ;;
-	*) echo "usage: $0 [-B BUILD_DIR] [--quick]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-B BUILD_DIR] [-r RUNS] [--quick]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -55,31 +58,41 @@ oxr_figure() {
 		sec == want && $3 == bytes { print $(col + 2); exit }' "$1"
 }
 
-echo "=== perftest on $dev (GID index $gid, to $host)"
-wl=$(perftest ib_write_lat -s 8 -n "$iters") || exit 1
-sl=$(perftest ib_send_lat -s 8 -n "$iters") || exit 1
-wb=$(perftest ib_write_bw -s 1048576 -n 200) || exit 1
-echo "ib_write_lat 8 B: $wl"
-echo "ib_send_lat  8 B: $sl"
-echo "ib_write_bw  1 MiB: $wb"
-# t_typical is column 5 of the latency tables; BW average[MB/sec] column 4
-wl_us=$(echo "$wl" | awk '{print $5}')
-sl_us=$(echo "$sl" | awk '{print $5}')
-wb_mbs=$(echo "$wb" | awk '{print $4}')
+# best A B lat|bw: the better of two figures (empty A: B)
+best() {
+	awk -v a="$1" -v b="$2" -v k="$3" 'BEGIN {
+		if (a == "") print b; else if (k == "lat") print (b + 0 < a + 0 ? b : a);
+		else print (b + 0 > a + 0 ? b : a) }'
+}
 
-echo "=== oxr on $dev (OXR_TRANSPORT=verbs)"
-export OXR_TRANSPORT=verbs OXR_DEVICE="$dev" OXR_GID_INDEX="$gid" OXR_SPIN_US=${OXR_SPIN_US:-100000}
-"$build/bin/oxr-run" -n 2 "$build/bin/bench_put" "${quick[@]}" --sizes 8,4096,65536,1048576 \
-	| tee "$out/put.txt"
-"$build/bin/oxr-run" -n 2 "$build/bin/bench_pingpong" "${quick[@]}" --sizes 8,4096,65536,1048576 \
-	| tee "$out/msg.txt"
-put_us=$(oxr_figure "$out/put.txt" latency 8 5)
-msg_us=$(oxr_figure "$out/msg.txt" latency 8 5)
-bw_mbs=$(oxr_figure "$out/msg.txt" bandwidth 1048576 4)
-putbw_mbs=$(oxr_figure "$out/put.txt" bandwidth 1048576 4)
+export OXR_DEVICE="$dev" OXR_GID_INDEX="$gid" OXR_SPIN_US=${OXR_SPIN_US:-100000}
+wl_us='' sl_us='' wb_mbs='' put_us='' msg_us='' bw_mbs='' putbw_mbs=''
+for r in $(seq "$runs"); do
+	echo "=== run $r of $runs: perftest on $dev (GID index $gid, to $host)"
+	wl=$(perftest ib_write_lat -s 8 -n "$iters") || exit 1
+	sl=$(perftest ib_send_lat -s 8 -n "$iters") || exit 1
+	wb=$(perftest ib_write_bw -s 1048576 -n 200) || exit 1
+	echo "ib_write_lat 8 B: $wl"
+	echo "ib_send_lat  8 B: $sl"
+	echo "ib_write_bw  1 MiB: $wb"
+	# t_typical is column 5 of the latency tables; BW average[MB/sec] column 4
+	wl_us=$(best "$wl_us" "$(echo "$wl" | awk '{print $5}')" lat)
+	sl_us=$(best "$sl_us" "$(echo "$sl" | awk '{print $5}')" lat)
+	wb_mbs=$(best "$wb_mbs" "$(echo "$wb" | awk '{print $4}')" bw)
+
+	echo "=== run $r of $runs: oxr on $dev (OXR_TRANSPORT=verbs, OXR_SPIN_US=$OXR_SPIN_US)"
+	OXR_TRANSPORT=verbs "$build/bin/oxr-run" -n 2 "$build/bin/bench_put" "${quick[@]}" \
+		--sizes 8,4096,65536,1048576 | tee "$out/put.txt"
+	OXR_TRANSPORT=verbs "$build/bin/oxr-run" -n 2 "$build/bin/bench_pingpong" "${quick[@]}" \
+		--sizes 8,4096,65536,1048576 | tee "$out/msg.txt"
+	put_us=$(best "$put_us" "$(oxr_figure "$out/put.txt" latency 8 5)" lat)
+	msg_us=$(best "$msg_us" "$(oxr_figure "$out/msg.txt" latency 8 5)" lat)
+	bw_mbs=$(best "$bw_mbs" "$(oxr_figure "$out/msg.txt" bandwidth 1048576 4)" bw)
+	putbw_mbs=$(best "$putbw_mbs" "$(oxr_figure "$out/put.txt" bandwidth 1048576 4)" bw)
+done
 
 echo
-echo "=== oxr / perftest on $dev, same boot"
+echo "=== oxr / perftest on $dev, same boot, best of $runs runs each"
 printf '%-34s %12s %12s %8s %8s\n' "figure" "oxr" "perftest" "ratio" "goal"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 printf '%-34s %10s us %9s us %8s %8s\n' "put 8 B vs ib_write_lat" "$put_us" "$wl_us" \

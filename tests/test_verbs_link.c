@@ -81,7 +81,22 @@ static void *random_puts(void *arg)
 	return NULL;
 }
 
+static void random_puts_test(void);
+
 Test(verbs, puts_at_random_offsets_and_sizes_land_exactly)
+{
+	random_puts_test();
+}
+
+/* every put by RDMA WRITE, the small ones too */
+Test(verbs, puts_all_by_rdma_write_land_exactly)
+{
+	setenv("OXR_VERBS_PUT_INLINE", "0", 1);
+	random_puts_test();
+	unsetenv("OXR_VERBS_PUT_INLINE");
+}
+
+static void random_puts_test(void)
 {
 	struct pair p;
 	struct win_arg wa, wb;

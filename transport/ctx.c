@@ -56,7 +56,7 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 {
 #ifdef OXR_HAVE_VERBS
 	static const char *const cms[] = { "tcp", "rdmacm", NULL };
-	long slots, slot_bytes, tmo, retry, gid;
+	long slots, slot_bytes, tmo, retry, gid, put_inline;
 	oxr_status_t st;
 
 	if (tr == 1) {
@@ -68,8 +68,10 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 	    (st = env_int("OXR_VERBS_TIMEOUT", 1, 31, 14, &tmo)) ||
 	    (st = env_int("OXR_VERBS_RETRY", 0, 7, 7, &retry)) ||
 	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)) ||
-	    (st = env_word("OXR_VERBS_CM", cms, 0, &c->vcm)))
+	    (st = env_word("OXR_VERBS_CM", cms, 0, &c->vcm)) ||
+	    (st = env_int("OXR_VERBS_PUT_INLINE", 0, 1 << 20, 256, &put_inline)))
 		return st;
+	c->vput_inline = (size_t)put_inline;
 	c->vslots = (uint32_t)slots;
 	c->vslot_bytes = (uint32_t)slot_bytes;
 	c->vtimeout = (int)tmo;

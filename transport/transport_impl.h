@@ -21,6 +21,7 @@ struct oxr_ctx {
 	struct oxr_vdev *vdev;   /* the RDMA device when transport is verbs */
 	uint32_t vslots, vslot_bytes; /* ring geometry per verbs link */
 	int vtimeout, vretry;    /* QP local ACK timeout exponent and retry count */
+	size_t vput_inline;      /* puts up to this size travel in the stream */
 	int vcm;                 /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 };

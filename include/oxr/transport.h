@@ -24,6 +24,15 @@
  *   OXR_GID_INDEX       GID table index (default: the IPv4-mapped RoCE v2 GID)
  *   OXR_VERBS_SLOTS, OXR_VERBS_SLOT_BYTES  receive ring per verbs link
  *                       (default 64 x 8192 bytes)
+ *   OXR_VERBS_PUT_INLINE  puts up to this many bytes travel in the link's
+ *                       stream (one write, checked at the target before they
+ *                       land) instead of by RDMA WRITE into the window plus a
+ *                       notification (default 256; 0: every put by RDMA WRITE)
+ *   OXR_VERBS_CM        tcp | rdmacm: QPs connected by an exchange over the
+ *                       link's socket (default, perftest's way) or by librdmacm
+ *   OXR_RDMA_ADDR       with rdmacm: the IP address of this rank's RDMA device
+ *                       (default: the IPv4 of its IPv4-mapped GID; a link-local
+ *                       IPv6 address needs %interface)
  *   OXR_VERBS_TIMEOUT, OXR_VERBS_RETRY  QP ACK timeout exponent (4.096 us *
  *                       2^t, default 14 = 67 ms) and retries (default 7): a
  *                       dead peer fails a verbs link within about their product
