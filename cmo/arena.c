@@ -41,6 +41,22 @@ struct oxr_arena {
 #define CACHE_CAP (32u << 20) /* at most this much kept by the whole process */
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*release_hook)(const void *base, size_t len);
+
+void oxr_arena_set_release_hook(void (*fn)(const void *base, size_t len))
+{
+	release_hook = fn;
+}
+
+/* Every block goes back to libc here, so whoever registered its pages with
+ * an RDMA device (the verbs registration cache) forgets them first: memory
+ * that libc unmaps and maps again must never be reached by a stale MR. */
+static void release(struct block *b)
+{
+	if (b && release_hook)
+		release_hook(b->data, b->size);
+	free(b);
+}
 static struct block *cache;
 static size_t cache_bytes;
 
@@ -75,7 +91,7 @@ static void block_free(struct block *b)
 		}
 		pthread_mutex_unlock(&cache_mu);
 	}
-	free(b);
+	release(b);
 }
 
 static struct block *block_alloc(size_t n)
@@ -131,7 +147,7 @@ void oxr_arena_destroy(oxr_arena *a)
 	oxr_arena_reset(a);
 	for (b = a->spare; b; b = next) {
 		next = b->next;
-		free(b);
+		release(b);
 	}
 	free(a);
 }
@@ -226,6 +242,8 @@ void *oxr_arena_grow(void *data, size_t cap)
 
 	if (b->size >= cap) /* a cached block may be roomier than asked */
 		return data;
+	if (release_hook) /* the block may move: its old pages are not ours any more */
+		release_hook(b->data, b->size);
 	b = realloc(b, sizeof(*b) + cap);
 	if (!b)
 		return NULL;

@@ -69,4 +69,9 @@ static inline void oxr_store64(void *p, uint64_t v, int order)
 void oxr_copy_elems(void *dst, const void *src, size_t n, size_t elem,
 		    int src_order, int dst_order);
 
+/* fn(base, len) runs just before an arena block's memory goes back to libc
+ * (free, or a realloc that may move it): the verbs registration cache
+ * forgets registrations inside it.  One hook per process. */
+void oxr_arena_set_release_hook(void (*fn)(const void *base, size_t len));
+
 #endif

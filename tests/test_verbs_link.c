@@ -3,7 +3,8 @@
  * Verbs links on a real RDMA device (rxe0 in the ci/rxe-guest VM): the
  * upgrade after the token proof, one-sided puts at random offsets and sizes,
  * window bounds enforced by the target's HCA, ring wrap-around and credit
- * exhaustion, a long stream checked by hash, and the fall back to tcp.
+ * exhaustion, a long stream checked by hash, large messages by rendezvous
+ * (with and without the registration cache), and the fall back to tcp.
  *
  * These run only where a device exists; ctest labels them "verbs" and the
  * host run leaves them to the guest (ci/test says how many ran where).
@@ -20,6 +21,7 @@
 #include "link_pair.h"
 #include "transport_impl.h"
 #include "verbs_link.h"
+#include "verbs_rcache.h"
 
 TestSuite(verbs, .timeout = 600);
 
@@ -184,14 +186,15 @@ struct stream_arg {
 	oxr_group *g;
 	int peer, count;
 	size_t max_len;
+	int fixed; /* every message max_len bytes, not a random length up to it */
 	uint64_t hash;
 	oxr_status_t st;
 	char err[256];
 };
 
-static size_t msg_len(int i, size_t max_len)
+static size_t msg_len(const struct stream_arg *x, int i)
 {
-	return (size_t)(((unsigned)i * 2654435761u) % (max_len + 1));
+	return x->fixed ? x->max_len : (size_t)(((unsigned)i * 2654435761u) % (x->max_len + 1));
 }
 
 static void *send_stream(void *arg)
@@ -203,7 +206,7 @@ static void *send_stream(void *arg)
 
 	oxr_arena_create(&a);
 	for (i = 0; i < x->count && x->st == OXR_OK; i++) {
-		size_t len = msg_len(i, x->max_len), j;
+		size_t len = msg_len(x, i), j;
 		oxr_ox_msg m = { .tag = OXR_OX_DATA };
 		for (j = 0; j < len; j++)
 			buf[j] = (uint8_t)(i + j * 31);
@@ -231,10 +234,10 @@ static void take_stream(struct stream_arg *x)
 			snprintf(x->err, sizeof(x->err), "message %d: %s", i, oxr_errmsg());
 			break;
 		}
-		if (m->msg.cmo->tag != OXR_CMO_DATUM || m->msg.cmo->len != msg_len(i, x->max_len)) {
+		if (m->msg.cmo->tag != OXR_CMO_DATUM || m->msg.cmo->len != msg_len(x, i)) {
 			x->st = OXR_ERR_PROTO;
 			snprintf(x->err, sizeof(x->err), "message %d: %zu bytes, not %zu: out of order",
-				 i, m->msg.cmo->len, msg_len(i, x->max_len));
+				 i, m->msg.cmo->len, msg_len(x, i));
 		}
 		x->hash = fnv(m->msg.cmo->data, m->msg.cmo->len, x->hash);
 		oxr_rmsg_free(m);
@@ -324,6 +327,126 @@ Test(verbs, a_long_stream_arrives_intact)
 	size_t mib = s ? (size_t)atol(s) : 1024;
 
 	stream_test(mib << 20, 16u << 20);
+}
+
+/* Messages of up to 4 MiB: every payload of OXR_VERBS_RNDV (64 KiB) or more
+ * goes by rendezvous (RDMA READ into the decoder's place); then 1 MiB
+ * messages, where the receiver's registration cache finds the arena block
+ * it read the previous one into (the arena keeps big blocks for reuse). */
+Test(verbs, large_messages_go_by_rendezvous_through_the_registration_cache)
+{
+	struct pair p;
+	struct stream_arg tx, rx;
+	uint64_t hits = 0, misses = 0;
+	pthread_t t;
+
+	verbs_pair(&p);
+	tx = (struct stream_arg){ .g = p.b, .peer = 0, .max_len = 4u << 20, .count = 200,
+				  .hash = 14695981039346656037ull };
+	rx = tx;
+	rx.g = p.a;
+	rx.peer = 1;
+	pthread_create(&t, NULL, send_stream, &tx);
+	recv_stream(&rx, 100);
+	pthread_join(t, NULL);
+	cr_assert_eq(tx.st, OXR_OK, "%s", tx.err);
+	cr_assert_eq(rx.hash, tx.hash, "large messages intact and in order");
+	oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+	cr_log_info("receiver's registration cache: %llu hits, %llu misses",
+		    (unsigned long long)hits, (unsigned long long)misses);
+	cr_assert_gt(hits + misses, 0, "the receiver read payloads by rendezvous");
+
+	tx.fixed = 1;
+	tx.max_len = 1u << 20;
+	tx.count = 100;
+	rx = tx;
+	rx.g = p.a;
+	rx.peer = 1;
+	tx.hash = rx.hash = 14695981039346656037ull;
+	pthread_create(&t, NULL, send_stream, &tx);
+	recv_stream(&rx, 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(tx.st, OXR_OK, "%s", tx.err);
+	cr_assert_eq(rx.hash, tx.hash, "1 MiB messages intact");
+	{
+		uint64_t h0 = hits, m0 = misses;
+		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+		cr_log_info("100 x 1 MiB: %llu hits, %llu misses", (unsigned long long)(hits - h0),
+			    (unsigned long long)(misses - m0));
+		cr_assert_geq(hits - h0, 90, "1 MiB reads find their registration (%llu hits, "
+			      "%llu misses)", (unsigned long long)(hits - h0),
+			      (unsigned long long)(misses - m0));
+	}
+	free_pair(&p);
+}
+
+/* The same with the cache off (a registration per read), and with the
+ * rendezvous off (every byte copied through the ring). */
+Test(verbs, rendezvous_without_cache_and_copies_without_rendezvous)
+{
+	const char *knob[][2] = { { "OXR_VERBS_RCACHE_MB", "0" }, { "OXR_VERBS_RNDV", "0" } };
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct pair p;
+		struct stream_arg tx, rx;
+		uint64_t hits = 0, misses = 0;
+		pthread_t t;
+
+		setenv(knob[k][0], knob[k][1], 1);
+		verbs_pair(&p);
+		unsetenv(knob[k][0]);
+		tx = (struct stream_arg){ .g = p.b, .peer = 0, .max_len = 2u << 20, .count = 60,
+					  .hash = 14695981039346656037ull };
+		rx = tx;
+		rx.g = p.a;
+		rx.peer = 1;
+		pthread_create(&t, NULL, send_stream, &tx);
+		recv_stream(&rx, 50);
+		pthread_join(t, NULL);
+		cr_assert_eq(tx.st, OXR_OK, "%s=%s: %s", knob[k][0], knob[k][1], tx.err);
+		cr_assert_eq(rx.hash, tx.hash, "%s=%s: intact", knob[k][0], knob[k][1]);
+		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+		if (k == 0)
+			cr_assert(hits == 0 && misses > 0, "no cache: every read registers (%llu, %llu)",
+				  (unsigned long long)hits, (unsigned long long)misses);
+		else
+			cr_assert(hits + misses == 0, "no rendezvous: nothing read by RDMA READ");
+		free_pair(&p);
+	}
+}
+
+/* A rendezvous threshold below the slot size on a 4 x 256-byte ring: pieces
+ * the decoder does not read in place land in the descriptor's own slot and
+ * are copied from there, while credits run out both ways. */
+Test(verbs, small_rendezvous_pieces_bounce_through_the_ring)
+{
+	struct pair p;
+	struct duplex a, b;
+	const uint64_t h0 = 14695981039346656037ull;
+	pthread_t t;
+
+	setenv("OXR_VERBS_SLOTS", "4", 1);
+	setenv("OXR_VERBS_SLOT_BYTES", "256", 1);
+	setenv("OXR_VERBS_RNDV", "300", 1);
+	verbs_pair(&p);
+	unsetenv("OXR_VERBS_SLOTS");
+	unsetenv("OXR_VERBS_SLOT_BYTES");
+	unsetenv("OXR_VERBS_RNDV");
+	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = 1000, .max_len = 40000, .hash = h0 };
+	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = 1000, .max_len = 3000, .hash = h0 };
+	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = 1000, .max_len = 3000, .hash = h0 };
+	b.in = (struct stream_arg){ .g = p.b, .peer = 0, .count = 1000, .max_len = 40000, .hash = h0 };
+	pthread_create(&t, NULL, duplex, &a);
+	duplex(&b);
+	pthread_join(t, NULL);
+	cr_assert_eq(a.out.st, OXR_OK, "a sends: %s", a.out.err);
+	cr_assert_eq(b.out.st, OXR_OK, "b sends: %s", b.out.err);
+	cr_assert_eq(a.in.st, OXR_OK, "a receives: %s", a.in.err);
+	cr_assert_eq(b.in.st, OXR_OK, "b receives: %s", b.in.err);
+	cr_assert_eq(b.in.hash, a.out.hash, "a -> b intact");
+	cr_assert_eq(a.in.hash, b.out.hash, "b -> a intact");
+	free_pair(&p);
 }
 
 /* auto on one side, tcp on the other: the link works over tcp; verbs on one

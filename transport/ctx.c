@@ -10,6 +10,7 @@
 #include "transport_impl.h"
 #ifdef OXR_HAVE_VERBS
 #include "verbs_dev.h"
+#include "verbs_rcache.h"
 #endif
 
 static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *out)
@@ -56,7 +57,7 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 {
 #ifdef OXR_HAVE_VERBS
 	static const char *const cms[] = { "tcp", "rdmacm", NULL };
-	long slots, slot_bytes, tmo, retry, gid, put_inline;
+	long slots, slot_bytes, tmo, retry, gid, put_inline, rndv, rcache_mb;
 	oxr_status_t st;
 
 	if (tr == 1) {
@@ -69,8 +70,11 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 	    (st = env_int("OXR_VERBS_RETRY", 0, 7, 7, &retry)) ||
 	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)) ||
 	    (st = env_word("OXR_VERBS_CM", cms, 0, &c->vcm)) ||
-	    (st = env_int("OXR_VERBS_PUT_INLINE", 0, 1 << 20, 256, &put_inline)))
+	    (st = env_int("OXR_VERBS_PUT_INLINE", 0, 1 << 20, 256, &put_inline)) ||
+	    (st = env_int("OXR_VERBS_RNDV", 0, 1L << 30, 65536, &rndv)) ||
+	    (st = env_int("OXR_VERBS_RCACHE_MB", 0, 1L << 20, 256, &rcache_mb)))
 		return st;
+	c->vrndv = (size_t)rndv;
 	c->vput_inline = (size_t)put_inline;
 	c->vslots = (uint32_t)slots;
 	c->vslot_bytes = (uint32_t)slot_bytes;
@@ -81,6 +85,9 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 	if (!c->vdev)
 		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
 	st = oxr_vdev_open(getenv("OXR_DEVICE"), (int)gid, c->vdev);
+	if (st == OXR_OK && (st = oxr_rcache_create(c->vdev->pd, (size_t)rcache_mb << 20,
+						   &c->rcache)))
+		oxr_vdev_close(c->vdev);
 	if (st == OXR_OK) {
 		c->transport = "verbs";
 		oxr_log(c, OXR_LOG_INFO, "transport verbs on %s port %u (%s)", c->vdev->name,
@@ -146,6 +153,7 @@ void oxr_ctx_destroy(oxr_ctx *c)
 		return;
 #ifdef OXR_HAVE_VERBS
 	if (c->vdev) {
+		oxr_rcache_destroy(c->rcache);
 		oxr_vdev_close(c->vdev);
 		free(c->vdev);
 	}

@@ -153,11 +153,11 @@ int oxr_link_buffered(const struct link *l)
 }
 
 /* The stream of a link: its QP when it has one, else its socket. */
-static ssize_t stream_recv(oxr_group *g, struct link *l, void *buf, size_t n)
+static ssize_t stream_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 #ifdef OXR_HAVE_VERBS
 	if (l->v)
-		return oxr_vlink_recv(g, l, buf, n);
+		return oxr_vlink_recv(g, l, buf, n, arena);
 #endif
 	return recv(l->fd, buf, n, 0);
 }
@@ -285,8 +285,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			void *dst = NULL;
 			size_t room = oxr_decoder_direct(l->dec, &dst);
 			int direct = room >= DIRECT_MIN;
-			ssize_t k = direct ? stream_recv(g, l, dst, room)
-					   : stream_recv(g, l, l->rbuf, RBUF);
+			ssize_t k = direct ? stream_recv(g, l, dst, room, 1)
+					   : stream_recv(g, l, l->rbuf, RBUF, 0);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
 			if (k <= 0) {

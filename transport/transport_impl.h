@@ -22,6 +22,8 @@ struct oxr_ctx {
 	uint32_t vslots, vslot_bytes; /* ring geometry per verbs link */
 	int vtimeout, vretry;    /* QP local ACK timeout exponent and retry count */
 	size_t vput_inline;      /* puts up to this size travel in the stream */
+	size_t vrndv;            /* stream pieces this big go by rendezvous (0: never) */
+	struct oxr_rcache *rcache; /* registrations of receive memory (verbs_rcache.h) */
 	int vcm;                 /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 };

@@ -26,6 +26,21 @@
  * One-sided puts are RDMA WRITEs (without immediate) into the peer's window
  * MR; the notification follows on the same QP, and RC ordering makes the
  * bytes visible at the target before it sees the notification.
+ *
+ * Rendezvous: a piece of the stream of at least OXR_VERBS_RNDV bytes that
+ * starts a slot (a large payload the encoder left in the caller's memory)
+ * is not copied.  The sender registers it for remote read, for this message
+ * only, and writes a 16-byte descriptor (address, rkey, length) into the
+ * next slot, flagged in the immediate (IMM_RNDV); the receiver, when its
+ * reader reaches that slot, RDMA-READs the bytes straight into the reader's
+ * buffer (the decoder's place for the payload, registered through the
+ * registration cache), or into the descriptor's own slot for small reads,
+ * and when all are read frees the slot and tells the sender with a
+ * zero-byte write flagged IMM_FIN.  Only then does the sender count those
+ * bytes as sent, so the caller's memory stays put until the peer has it.
+ * One rendezvous at a time per direction: the stream is ordered, and the
+ * sender waits for the FIN before it writes past the piece, so at most one
+ * FIN is unseen at a time (one more control WR).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,8 +56,17 @@
 #include "oxr_internal.h"
 #include "verbs_dev.h"
 #include "verbs_link.h"
+#include "verbs_rcache.h"
 
-enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5 };
+enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5, WR_READ = 6 };
+
+/* The immediate: credits returned, and what the write is. */
+#define IMM_RNDV 0x80000000u  /* the slot holds a rendezvous descriptor */
+#define IMM_FIN 0x40000000u   /* zero bytes: the peer has read our rendezvous piece */
+#define IMM_CREDITS 0x0000ffffu
+#define RNDV_DESC 16          /* u64 address, u32 rkey, u32 length (little-endian) */
+#define RNDV_MAX (1u << 30)   /* one descriptor covers at most this much */
+#define RNDV_DIRECT 16384     /* smaller reads land in the slot, then are copied */
 
 #define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_PEER(id) ((int)((id) >> 8))
@@ -53,8 +77,10 @@ enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5 }
 
 /* Slots freed before they are returned without data to carry them. */
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
-/* Receive WRs for credits-only writes (see the invariants above). */
-static uint32_t ctl_wrs(uint32_t nslots) { return nslots / thresh(nslots) + 2; }
+/* Receive WRs for credits-only writes and the one FIN (see the invariants above). */
+static uint32_t ctl_wrs(uint32_t nslots) { return nslots / thresh(nslots) + 3; }
+
+enum rd_state { RD_IDLE, RD_DIRECT, RD_BOUNCE, RD_BOUNCED };
 
 struct vgroup {
 	struct ibv_comp_channel *ch;
@@ -94,6 +120,19 @@ struct vlink {
 	int put_held;
 	uint32_t puts_pending; /* large puts from caller memory not yet completed */
 	oxr_status_t put_err;
+	/* rendezvous, receiving: the head slot's descriptor and the READ of it */
+	uint8_t *rx_rndv;      /* per slot: it holds a descriptor */
+	int rd_have, rd_state, rd_done;
+	uint64_t rd_addr, rd_len, rd_off;
+	uint32_t rd_key, rd_k, rd_boff;
+	void *rd_dst;
+	struct ibv_mr *rd_mr;  /* from the registration cache, held while reading */
+	int fin_owed;          /* the FIN could not be posted yet (send queue full) */
+	/* rendezvous, sending: the piece the peer is reading */
+	const uint8_t *sd_ptr;
+	size_t sd_len;
+	struct ibv_mr *sd_mr;  /* remote read, this piece only */
+	int sd_wait, sd_fin;
 };
 
 struct oxr_vmr {
@@ -172,6 +211,11 @@ static void vlink_free(oxr_group *g, struct vlink *v)
 
 	if (v->qp)
 		ibv_destroy_qp(v->qp);
+	/* the QP is gone, so no READ is still writing into rd_mr's memory */
+	oxr_rcache_put(g->ctx->rcache, v->rd_mr);
+	if (v->sd_mr)
+		ibv_dereg_mr(v->sd_mr);
+	free(v->rx_rndv);
 	if (v->rx_mr)
 		ibv_dereg_mr(v->rx_mr);
 	if (v->tx_mr)
@@ -214,7 +258,8 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	v->rx = oxr_vdev_alloc(d, ring);
 	v->tx = oxr_vdev_alloc(d, ring);
 	v->rx_len = calloc(v->nslots, sizeof(*v->rx_len));
-	if (!v->rx || !v->tx || !v->rx_len) {
+	v->rx_rndv = calloc(v->nslots, 1);
+	if (!v->rx || !v->tx || !v->rx_len || !v->rx_rndv) {
 		vlink_free(g, v);
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for %zu-byte rings", ring);
 	}
@@ -245,7 +290,9 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = d->port;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	/* what a peer may do on this QP; its MRs still decide where: the ring and
+	 * windows take writes, a rendezvous piece (one message) takes reads */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			  IBV_QP_ACCESS_FLAGS)) {
 		int e = errno;
@@ -388,7 +435,7 @@ int oxr_vlink_flush(struct link *l)
 }
 
 /* Posts staging slot st_next (len > 0 bytes) into the peer's next ring slot. */
-static int post_data(struct vlink *v, uint32_t len)
+static int post_data(struct vlink *v, uint32_t len, uint32_t flags)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
 			       .length = len, .lkey = v->tx_mr->lkey };
@@ -399,7 +446,7 @@ static int post_data(struct vlink *v, uint32_t len)
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.send_flags = IBV_SEND_SIGNALED | (len <= v->max_inline ? IBV_SEND_INLINE : 0);
-	wr.imm_data = htonl(v->owed);
+	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
 	wr.wr.rdma.rkey = v->rkey;
 	if (post_chain(v, &wr))
@@ -413,15 +460,15 @@ static int post_data(struct vlink *v, uint32_t len)
 	return 0;
 }
 
-/* A zero-byte write with immediate: credits alone, no slot, no credit. */
-static int post_credits(struct vlink *v)
+/* A zero-byte write with immediate: credits alone (or with a FIN), no slot, no credit. */
+static int post_credits(struct vlink *v, uint32_t flags)
 {
 	struct ibv_send_wr wr = { 0 };
 
 	wr.wr_id = WR_ID(v->peer, WR_CTL);
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-	wr.imm_data = htonl(v->owed);
+	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr;
 	wr.wr.rdma.rkey = v->rkey;
 	if (post_chain(v, &wr))
@@ -442,12 +489,149 @@ static void return_credits(oxr_group *g, struct link *l)
 	struct vlink *v = l->v;
 
 	if (v->owed >= thresh(v->nslots) && (!l->sq_head || !v->credits) &&
-	    v->sq_posted < v->sq_depth && post_credits(v))
+	    v->sq_posted < v->sq_depth && post_credits(v, 0))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
 			      l->peer, strerror(errno));
 }
 
-ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n)
+/* The FIN of a rendezvous piece, with the slot it freed; retried from the
+ * completions while the send queue is full. */
+static void post_fin(oxr_group *g, struct link *l)
+{
+	struct vlink *v = l->v;
+
+	if (v->sq_posted >= v->sq_depth) {
+		v->fin_owed = 1;
+		return;
+	}
+	v->fin_owed = 0;
+	if (post_credits(v, IMM_FIN))
+		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a FIN: %s",
+			      l->peer, strerror(errno));
+}
+
+static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)dst, .length = k, .lkey = lkey };
+	struct ibv_send_wr wr = { 0 };
+
+	wr.wr_id = WR_ID(v->peer, WR_READ);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = v->rd_addr + v->rd_off;
+	wr.wr.rdma.rkey = v->rd_key;
+	if (post_chain(v, &wr))
+		return -1;
+	v->sq_posted++;
+	v->rd_done = 0;
+	return 0;
+}
+
+/*
+ * Reads from the rendezvous piece of the head slot into buf: starts a READ
+ * and says EAGAIN, then, once it completed, gives its bytes.  The reader
+ * asks again with the same buf (the decoder's place, or the link's read
+ * buffer, both stay where they are until bytes come).  Only arena memory
+ * (the decoder's place) is read into directly: the registration cache may
+ * keep only memory whose release it hears about.
+ */
+static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
+{
+	struct vlink *v = l->v;
+	uint8_t *slot = v->rx + (size_t)v->rx_head * v->slot;
+	size_t k = 0;
+
+	if (!v->rd_have) { /* the descriptor came from the network: check it */
+		v->rd_addr = get_u64(slot);
+		v->rd_key = get_u32(slot + 8);
+		v->rd_len = get_u32(slot + 12);
+		v->rd_off = 0;
+		if (v->rd_len == 0 || v->rd_len > RNDV_MAX) {
+			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: rendezvous "
+				      "descriptor of %llu bytes (1..%u allowed)", l->peer,
+				      (unsigned long long)v->rd_len, RNDV_MAX);
+			goto io;
+		}
+		v->rd_have = 1;
+		v->rd_state = RD_IDLE;
+	}
+	switch (v->rd_state) {
+	case RD_IDLE:
+		if (v->sq_posted >= v->sq_depth)
+			goto again;
+		k = v->rd_len - v->rd_off < n ? v->rd_len - v->rd_off : n;
+		if (arena && k >= RNDV_DIRECT) {
+			v->rd_mr = oxr_rcache_get(g->ctx->rcache, buf, k);
+			if (!v->rd_mr) {
+				oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
+				goto io;
+			}
+			v->rd_dst = buf;
+			v->rd_state = RD_DIRECT;
+		} else {
+			if (k > v->slot)
+				k = v->slot;
+			v->rd_dst = slot; /* the descriptor is read: its slot is free to land in */
+			v->rd_state = RD_BOUNCE;
+		}
+		v->rd_k = (uint32_t)k;
+		if (post_read(v, v->rd_dst, v->rd_state == RD_DIRECT ? v->rd_mr->lkey
+								     : v->rx_mr->lkey, v->rd_k)) {
+			oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a READ: %s",
+				      l->peer, strerror(errno));
+			goto io;
+		}
+		goto again;
+	case RD_DIRECT:
+		if (!v->rd_done)
+			goto again;
+		if (buf != v->rd_dst) {
+			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the reader moved "
+				      "its buffer during a rendezvous read (an oxr bug)", l->peer);
+			goto io;
+		}
+		oxr_rcache_put(g->ctx->rcache, v->rd_mr);
+		v->rd_mr = NULL;
+		k = v->rd_k;
+		v->rd_off += k;
+		v->rd_state = RD_IDLE;
+		break;
+	case RD_BOUNCE:
+		if (!v->rd_done)
+			goto again;
+		v->rd_state = RD_BOUNCED;
+		v->rd_boff = 0;
+		/* fall through */
+	case RD_BOUNCED:
+		k = v->rd_k - v->rd_boff < n ? v->rd_k - v->rd_boff : n;
+		memcpy(buf, slot + v->rd_boff, k);
+		v->rd_boff += (uint32_t)k;
+		if (v->rd_boff == v->rd_k) {
+			v->rd_off += v->rd_k;
+			v->rd_state = RD_IDLE;
+		}
+		break;
+	}
+	if (v->rd_off == v->rd_len && v->rd_state == RD_IDLE) {
+		v->rx_rndv[v->rx_head] = 0;
+		v->rx_head = (v->rx_head + 1) % v->nslots;
+		v->rx_ready--;
+		v->rd_have = 0;
+		v->owed++;
+		post_fin(g, l);
+	}
+	return (ssize_t)k;
+again:
+	errno = EAGAIN;
+	return -1;
+io:
+	errno = EIO;
+	return -1;
+}
+
+ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 	struct vlink *v = l->v;
 	size_t got = 0;
@@ -455,6 +639,14 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 	while (v->rx_ready && got < n) {
 		uint32_t len = v->rx_len[v->rx_head];
 		size_t k = len - v->rx_off;
+		if (v->rx_rndv[v->rx_head]) {
+			ssize_t r;
+			if (got)
+				break; /* a rendezvous piece is read by a call of its own */
+			r = rndv_recv(g, l, buf, n, arena);
+			return_credits(g, l);
+			return r;
+		}
 		if (k > n - got)
 			k = n - got;
 		memcpy((uint8_t *)buf + got, v->rx + (size_t)v->rx_head * v->slot + v->rx_off, k);
@@ -475,17 +667,74 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 	return (ssize_t)got;
 }
 
+/* Offers iov's piece at p (len bytes) by rendezvous: 1 posted, 0 not (copy
+ * it instead: memory that cannot be registered is still sent), -1 error. */
+static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len)
+{
+	uint8_t *desc = v->tx + (size_t)v->st_next * v->slot;
+
+	if (len > RNDV_MAX)
+		len = RNDV_MAX;
+	v->sd_mr = ibv_reg_mr(dev(g)->pd, (void *)(uintptr_t)p, len, IBV_ACCESS_REMOTE_READ);
+	if (!v->sd_mr) {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "verbs: %zu bytes to rank %d copied, not offered: "
+			"registering them failed: %s", len, v->peer, strerror(errno));
+		return 0;
+	}
+	put_u64(desc, (uintptr_t)p);
+	put_u32(desc + 8, v->sd_mr->rkey);
+	put_u32(desc + 12, (uint32_t)len);
+	if (post_data(v, RNDV_DESC, IMM_RNDV))
+		return -1;
+	v->sd_ptr = p;
+	v->sd_len = len;
+	v->sd_wait = 1;
+	v->sd_fin = 0;
+	return 1;
+}
+
 ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov)
 {
 	struct vlink *v = l->v;
-	size_t total = 0, ioff = 0;
+	size_t total = 0, ioff = 0, rndv = g->ctx->vrndv;
 	int i = 0;
 
+	if (v->sd_wait) { /* the caller comes back at the piece the peer is reading */
+		if (!niov || iov[0].iov_base != v->sd_ptr || iov[0].iov_len < v->sd_len) {
+			errno = EPROTO;
+			return -1;
+		}
+		if (!v->sd_fin) {
+			errno = EAGAIN;
+			return -1;
+		}
+		ibv_dereg_mr(v->sd_mr);
+		v->sd_mr = NULL;
+		v->sd_wait = 0;
+		total = ioff = v->sd_len;
+		if (ioff == iov[0].iov_len) {
+			i++;
+			ioff = 0;
+		}
+	}
 	while (i < niov && can_post(v, 1)) {
 		uint8_t *dst = v->tx + (size_t)v->st_next * v->slot;
 		uint32_t len = 0;
+		if (rndv && iov[i].iov_len - ioff >= rndv) {
+			int r = rndv_send(g, v, (const uint8_t *)iov[i].iov_base + ioff,
+					  iov[i].iov_len - ioff);
+			if (r < 0) {
+				errno = EIO;
+				return -1;
+			}
+			if (r > 0)
+				break; /* the rest waits for the FIN */
+			rndv = 0; /* this call copies */
+		}
 		while (len < v->slot && i < niov) {
 			size_t k = iov[i].iov_len - ioff;
+			if (rndv && len && k >= rndv)
+				break; /* it goes by rendezvous, from the next slot */
 			if (k > v->slot - len)
 				k = v->slot - len;
 			memcpy(dst + len, (const uint8_t *)iov[i].iov_base + ioff, k);
@@ -498,7 +747,7 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 		}
 		if (!len)
 			break;
-		if (post_data(v, len)) {
+		if (post_data(v, len, 0)) {
 			errno = EIO;
 			return -1;
 		}
@@ -637,7 +886,8 @@ static int drained(void *arg)
 {
 	struct link *l = arg;
 
-	return l->state != LINK_OPEN || (l->v->st_busy == 0 && l->v->puts_pending == 0);
+	return l->state != LINK_OPEN ||
+	       (l->v->st_busy == 0 && l->v->puts_pending == 0 && !l->v->sd_wait);
 }
 
 void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
@@ -678,28 +928,40 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int *rd, int *wr)
 	}
 	switch (WR_KIND(wc->wr_id)) {
 	case WR_RECV: {
-		uint32_t back = ntohl(wc->imm_data);
+		uint32_t imm = ntohl(wc->imm_data), back = imm & IMM_CREDITS;
+		int rndv = !!(imm & IMM_RNDV), fin = !!(imm & IMM_FIN);
 		if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc->byte_len > v->slot ||
-		    back > v->nslots - v->credits || (wc->byte_len && v->rx_ready >= v->nslots)) {
+		    back > v->nslots - v->credits || (wc->byte_len && v->rx_ready >= v->nslots) ||
+		    (imm & ~(IMM_CREDITS | IMM_RNDV | IMM_FIN)) || (rndv && fin) ||
+		    (rndv && wc->byte_len != RNDV_DESC) || (fin && (wc->byte_len || !v->sd_wait ||
+								    v->sd_fin))) {
 			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke "
-				      "the ring protocol (opcode %d, %u bytes, %u credits back)",
-				      peer, (int)wc->opcode, wc->byte_len, back);
+				      "the ring protocol (opcode %d, %u bytes, immediate 0x%x)",
+				      peer, (int)wc->opcode, wc->byte_len, imm);
 			return;
 		}
 		v->credits += back;
 		if (wc->byte_len) { /* data in the next slot; zero bytes: credits alone */
 			v->rx_len[v->rx_next] = wc->byte_len;
+			v->rx_rndv[v->rx_next] = (uint8_t)rndv;
 			v->rx_next = (v->rx_next + 1) % v->nslots;
 			v->rx_ready++;
 			*rd = 1;
 		}
+		if (fin)
+			v->sd_fin = 1;
 		if (post_recv(v)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
 			return;
 		}
-		*wr = back > 0;
+		*wr = back > 0 || fin;
 		break;
 	}
+	case WR_READ:
+		v->sq_posted--;
+		v->rd_done = 1;
+		*rd = 1;
+		break;
 	case WR_CTL:
 		v->sq_posted--;
 		*wr = 1;
@@ -745,6 +1007,8 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 				w |= want[j];
 				want[j] = 0;
 			}
+		if (g->links[peer].state == LINK_OPEN && g->links[peer].v->fin_owed)
+			post_fin(g, &g->links[peer]);
 		if ((w & 1) && g->links[peer].state == LINK_OPEN)
 			oxr_link_read(g, &g->links[peer]);
 		if ((w & 2) && g->links[peer].state == LINK_OPEN)

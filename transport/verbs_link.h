@@ -44,7 +44,9 @@ void oxr_vlink_destroy(oxr_group *g, struct vlink *v);
 
 /* The OX stream, with recv(2)/sendmsg(2) conventions: -1 with errno EAGAIN
  * when nothing can move now. */
-ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n);
+/* arena: buf is arena memory (the decoder's place for a payload), which a
+ * rendezvous may READ into directly through the registration cache. */
+ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena);
 ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov);
 /* Bytes received and not yet read (the engine must read them). */
 int oxr_vlink_buffered(const struct vlink *v);

@@ -28,6 +28,12 @@
  *                       stream (one write, checked at the target before they
  *                       land) instead of by RDMA WRITE into the window plus a
  *                       notification (default 256; 0: every put by RDMA WRITE)
+ *   OXR_VERBS_RNDV      a piece of a message of at least this many bytes goes
+ *                       by rendezvous: the receiver RDMA-READs it from the
+ *                       sender's memory, registered for that message only
+ *                       (default 65536; 0: every byte copied through the ring)
+ *   OXR_VERBS_RCACHE_MB receive memory kept registered between messages, in
+ *                       MiB (default 256; 0: register per read)
  *   OXR_VERBS_CM        tcp | rdmacm: QPs connected by an exchange over the
  *                       link's socket (default, perftest's way) or by librdmacm
  *   OXR_RDMA_ADDR       with rdmacm: the IP address of this rank's RDMA device
