@@ -4,7 +4,8 @@
  * upgrade after the token proof, one-sided puts at random offsets and sizes,
  * window bounds enforced by the target's HCA, ring wrap-around and credit
  * exhaustion, a long stream checked by hash, large messages by rendezvous
- * (with and without the registration cache), and the fall back to tcp.
+ * (with and without the registration cache), old-epoch rkeys dead after a
+ * reset, and the fall back to tcp.
  *
  * These run only where a device exists; ctest labels them "verbs" and the
  * host run leaves them to the guest (ci/test says how many ran where).
@@ -175,6 +176,57 @@ Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 	cr_assert(!memcmp(mem, zero, 4096), "nothing landed before it");
 	cr_assert(!memcmp(mem + 4096 + 4096 - 8, zero, 8),
 		  "the refused write did not land in part either");
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(mem);
+	free(wb.base);
+	free_pair(&p);
+}
+
+static void *reset_thread(void *arg)
+{
+	return (void *)(intptr_t)oxr_group_reset(arg, 20000);
+}
+
+/* A reset re-registers every window: a write aimed with the old epoch's
+ * rkey is refused by the target's HCA and not a byte of it lands. */
+Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[64];
+	uint64_t addr, addr2;
+	uint32_t rkey, rkey2;
+	oxr_win_note n;
+	void *ra;
+	pthread_t t;
+
+	verbs_pair(&p);
+	windows(&p, &wa, &wb, mem, 4096);
+	memset(junk, 0x5a, sizeof(junk));
+	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 300, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
+	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "the epoch 0 rkey");
+	pthread_create(&t, NULL, reset_thread, p.a);
+	cr_assert_eq(oxr_group_reset(p.b, 20000), OXR_OK, "%s", oxr_errmsg());
+	pthread_join(t, &ra);
+	cr_assert_eq((oxr_status_t)(intptr_t)ra, OXR_OK, "rank 0's reset");
+	cr_assert(oxr_win_remote(p.b, 0, 3, &addr2, &rkey2), "the epoch 1 rkey");
+	cr_assert_eq(addr2, addr);
+	cr_assert_neq(rkey2, rkey, "a new registration, a new rkey");
+	cr_assert_eq(oxr_put(p.b, 0, 3, 1000, junk, 300, 2), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK, "the new rkey works");
+	cr_assert_eq(n.value, 2);
+	memset(mem, 0, 4096);
+	if (oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)) == OXR_OK) {
+		oxr_ox_msg sync = { .tag = OXR_OX_SYNC_BALL };
+		for (int i = 0; i < 1000 && oxr_link_is_open(p.b, 0); i++) {
+			(void)oxr_send(p.b, 0, &sync);
+			usleep(1000);
+		}
+	}
+	cr_assert(!oxr_link_is_open(p.b, 0), "the stale write failed the writer's link");
+	cr_assert(!memcmp(mem, zero, 4096), "and nothing of it landed");
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
 	free(mem);

@@ -8,6 +8,7 @@
 
 #include "oxr_internal.h"
 #include "transport_impl.h"
+#include "sha256.h"
 
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out)
 {
@@ -70,6 +71,17 @@ oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len)
 			       sizeof(g->token));
 	memcpy(g->token, token, len);
 	g->have_token = 1;
+	{ /* the id revokes name: from the token, which it must not reveal */
+		struct oxr_sha256 h;
+		uint8_t d[32];
+		int i;
+		oxr_sha256_init(&h);
+		oxr_sha256_update(&h, "oxr group id", 12);
+		oxr_sha256_update(&h, token, len);
+		oxr_sha256_final(&h, d);
+		for (g->gid = 0, i = 0; i < 8; i++)
+			g->gid = g->gid << 8 | d[i];
+	}
 	return OXR_OK;
 }
 
@@ -217,7 +229,11 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 
 	if (st)
 		return st;
+	/* a revoke meanwhile drops the send, or, begun, lets it finish: it
+	 * completes either way, with OXR_ERR_REVOKED */
+	g->hold_revoke++;
 	st = oxr_progress_until(g, send_done, op, -1);
+	g->hold_revoke--;
 	if (st && !op->done) /* the engine itself failed: give up the link, not the memory */
 		oxr_link_fail(g, &g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
 	if (st == OXR_OK)
@@ -262,6 +278,8 @@ static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 
 static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
 {
+	if (g->revoked && !g->resetting)
+		return oxr_revoked_err(g, what);
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "%s: rank %d is not a peer of rank %d (group of %d)",
 			       what, peer, g->rank, g->size);
@@ -329,7 +347,10 @@ static void try_recv(oxr_req *r)
 {
 	struct link *l = &r->g->links[r->peer];
 
-	if (!r->done && !r->is_send && (l->rq_head || l->state != LINK_OPEN)) {
+	if (!r->done && !r->is_send && r->g->revoked) {
+		r->st = oxr_revoked_err(r->g, "irecv");
+		r->done = 1;
+	} else if (!r->done && !r->is_send && (l->rq_head || l->state != LINK_OPEN)) {
 		r->st = pop_msg(r->g, l, &r->m);
 		r->done = 1;
 	}

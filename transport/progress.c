@@ -16,6 +16,7 @@
  * writing before they return, non-blocking ones by their requests).
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@
 
 static void complete_send(struct sendop *op, oxr_status_t st)
 {
+	if (st == OXR_OK && op->revoked)
+		st = OXR_ERR_REVOKED;
 	op->st = st;
 	op->done = 1;
 	if (op->req) {
@@ -246,10 +249,21 @@ void oxr_link_update_events(oxr_group *g, struct link *l)
 /* A finished message goes to the link's queue; the decoder gets a new arena. */
 static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 {
-	struct recvq *q = malloc(sizeof(*q));
-	oxr_rmsg *m = malloc(sizeof(*m));
+	struct recvq *q;
+	oxr_rmsg *m;
 	oxr_arena *next = NULL;
+	int ball = oxr_decoder_msg(l->dec)->tag == OXR_OX_SYNC_BALL;
 
+	/* revoked: this epoch's messages are discarded; a peer's ball starts
+	 * what a reset keeps (see revoke.c) */
+	if (g->revoked && !ball && !l->ball_queued && !l->ball_seen) {
+		oxr_arena_reset(l->arena);
+		return OXR_OK;
+	}
+	if (ball)
+		l->ball_queued = 1;
+	q = malloc(sizeof(*q));
+	m = malloc(sizeof(*m));
 	if (!q || !m || oxr_arena_create(&next)) {
 		free(q);
 		free(m);
@@ -318,7 +332,9 @@ void oxr_link_read(oxr_group *g, struct link *l)
 		if (st == OXR_OK && oxr_ox_has_cmo(oxr_decoder_msg(l->dec)->tag) &&
 		    oxr_decoder_msg(l->dec)->tag != OXR_OX_DATA) {
 			/* the library's own frames are handled here, never queued */
-			st = oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
+			st = oxr_decoder_msg(l->dec)->tag == OXR_OX_PRIVATE_REVOKE
+				     ? oxr_revoke_frame(g, l, oxr_decoder_msg(l->dec))
+				     : oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
 			oxr_arena_reset(l->arena);
 			if (st < 0) {
 				oxr_link_fail(g, l, st, "%s", oxr_errmsg());
@@ -353,6 +369,7 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
+		op->started = 1;
 		while (k > 0) { /* resume inside a partly written iovec next time */
 			struct iovec *v = &op->iov[op->cur];
 			size_t t = (size_t)k < v->iov_len ? (size_t)k : v->iov_len;
@@ -433,9 +450,16 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000;
 	oxr_status_t st;
 
-	while (!done(arg)) {
-		int64_t t = now_us();
+	for (;;) {
+		int64_t t;
 		int wait_ms = 0;
+		/* a revoke ends every wait of the epoch, even one whose event came
+		 * with it (a peer's reset ball right behind its revoke) */
+		if (g->revoked && !g->resetting && !g->hold_revoke)
+			return oxr_revoked_err(g, "wait");
+		if (done(arg))
+			break;
+		t = now_us();
 		if (t >= deadline)
 			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
 				       timeout_ms);
@@ -446,6 +470,13 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		st = oxr_progress_once(g, wait_ms);
 		if (st)
 			return st;
+		/* A spinning wait gives its core away now and then: the peer it
+		 * waits for may be queued on this very core (ranks oversubscribed
+		 * on few cores), and spinning would only delay it.  Over TCP every
+		 * round already costs a system call; all-verbs groups poll in user
+		 * space and yield one round in 64. */
+		if (!wait_ms && (g->tcp_links || !(g->spins & 63)))
+			sched_yield();
 	}
 	return OXR_OK;
 }
@@ -458,6 +489,8 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	oxr_ox_msg framed;
 	oxr_status_t st;
 
+	if (g->revoked && !g->resetting)
+		return oxr_revoked_err(g, "send");
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "send: rank %d is not a peer of rank %d (group of %d)",
 			       peer, g->rank, g->size);
@@ -491,4 +524,49 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	oxr_link_write(g, l); /* most messages leave right here, without an epoll round */
 	*out = op;
 	return OXR_OK;
+}
+
+void oxr_link_note_balls(struct link *l)
+{
+	struct recvq *q;
+
+	l->ball_queued = 0;
+	for (q = l->rq_head; q; q = q->next)
+		if (q->m->msg.tag == OXR_OX_SYNC_BALL)
+			l->ball_queued = 1;
+}
+
+void oxr_link_revoke_queues(oxr_group *g, struct link *l)
+{
+	struct sendop *op, **pp;
+
+	if (!l->ball_seen) /* after the peer's ball everything is of the next epoch */
+		while (l->rq_head && l->rq_head->m->msg.tag != OXR_OX_SYNC_BALL) {
+			struct recvq *q = l->rq_head;
+			l->rq_head = q->next;
+			if (!l->rq_head)
+				l->rq_tail = NULL;
+			l->rq_bytes -= q->bytes;
+			oxr_rmsg_free(q->m);
+			free(q);
+		}
+	if (g->resetting)
+		return; /* what we queued before our ball is discarded by the peer anyway */
+	for (pp = &l->sq_head; (op = *pp);) {
+		if (op->internal) {
+			pp = &op->next;
+			continue;
+		}
+		if (op->started) { /* half written: finished, so the stream stays whole */
+			op->revoked = 1;
+			pp = &op->next;
+			continue;
+		}
+		*pp = op->next;
+		complete_send(op, OXR_ERR_REVOKED);
+	}
+	l->sq_tail = NULL;
+	for (op = l->sq_head; op; op = op->next)
+		l->sq_tail = op;
+	oxr_link_update_events(g, l);
 }

@@ -45,6 +45,9 @@ struct sendop {
 	oxr_status_t st;
 	int done;
 	int orphan;     /* its request was freed first: free it when written */
+	int started;    /* some bytes are written: it must be finished, not dropped */
+	int revoked;    /* the group was revoked meanwhile: it completes with that */
+	int internal;   /* the library's own (a ball of a reset, a revoke): never dropped */
 };
 
 struct recvq {
@@ -72,6 +75,8 @@ struct link {
 	struct sendop *sq_head, *sq_tail;
 	uint32_t events;        /* what epoll watches for now */
 	struct vlink *v;        /* verbs: the stream goes over its QP; fd only tells death */
+	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
+	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 };
 
 struct listener {
@@ -96,6 +101,15 @@ struct oxr_group {
 	struct vgroup *vg;      /* verbs: the CQ of every verbs link */
 	int tcp_links;          /* open links whose stream is a socket */
 	unsigned spins;         /* spinning rounds, to look at sockets now and then */
+	/* revoke and reset (revoke.c) */
+	uint64_t gid;           /* with the epoch, what a revoke names */
+	int revoked;            /* in the current epoch */
+	int resetting;          /* inside oxr_group_reset: its own waits go on */
+	int hold_revoke;        /* a wait that must finish its bytes whatever happens */
+	int revoke_next;        /* a revoke of the epoch the running reset leads to */
+	int revoke_origin;      /* its origin */
+	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
+	char revoke_msg[256];
 };
 
 struct oxr_req {
@@ -148,6 +162,28 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the link fails;
  * spins OXR_SPIN_US before sleeping. */
 oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms);
+/* progress.c: a revoke's part on one link: queued messages before the
+ * first OX_SYNC_BALL dropped, sends not started dropped, the one half
+ * written marked to complete with OXR_ERR_REVOKED. */
+void oxr_link_revoke_queues(oxr_group *g, struct link *l);
+/* Sets ball_queued from what rq holds. */
+void oxr_link_note_balls(struct link *l);
+/* revoke.c: marks the group revoked in this epoch (once: later calls do
+ * nothing), fails what waits, forwards the revoke of `origin` to every
+ * other open authenticated link except `from` (-1: none).  why: who
+ * revoked or failed. */
+void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A REVOKE frame from link l. */
+oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* OXR_ERR_REVOKED with the group's revoke message. */
+oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
+/* window.c: after a reset, every window of this rank gets the new epoch
+ * (and, on verbs, a new registration: the old rkey dies) and its new
+ * descriptor goes to the peers; then waits for theirs. */
+oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
+/* Drops the landed-put notes of every window (a revoke). */
+void oxr_windows_drop_notes(oxr_group *g);
 /* window.c: a private window frame (descriptor or put) from link l. */
 oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 void oxr_windows_free(oxr_group *g);

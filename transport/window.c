@@ -106,9 +106,32 @@ static int have_all_descs(void *arg)
 
 	for (p = 0; p < x->g->size; p++)
 		if (p != x->g->rank && x->g->links[p].state == LINK_OPEN &&
-		    x->g->links[p].mode == OXR_LINK_AUTH && !find_rwin(x->g, p, x->id))
-			return 0;
+		    x->g->links[p].mode == OXR_LINK_AUTH) {
+			struct rwin *r = find_rwin(x->g, p, x->id);
+			if (!r || r->epoch != x->g->epoch)
+				return 0;
+		}
 	return 1;
+}
+
+/* The window's descriptor to every authenticated peer; the rkey goes only
+ * to those whose stream is verbs. */
+static oxr_status_t announce(oxr_group *g, const oxr_win *w)
+{
+	oxr_status_t st = OXR_OK;
+	int p;
+
+	for (p = 0; p < g->size && st == OXR_OK; p++) {
+		uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32),
+				  (uint32_t)w->len, (uint32_t)(w->addr >> 32), (uint32_t)w->addr,
+				  w->rkey };
+		if (p == g->rank || g->links[p].state != LINK_OPEN || g->links[p].mode != OXR_LINK_AUTH)
+			continue;
+		oxr_arena_reset(g->scratch);
+		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
+				  ints(g->scratch, g->links[p].v && w->mr ? 7 : 4, v, 0));
+	}
+	return st;
 }
 
 oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
@@ -116,7 +139,6 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 {
 	struct all_descs x = { g, id };
 	oxr_win *w;
-	int p;
 	oxr_status_t st = OXR_OK;
 
 	if (!base && len)
@@ -133,16 +155,8 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 	if (g->ctx->vdev)
 		st = oxr_vmr_reg(g, base, len, 1, &w->mr, &w->addr, &w->rkey);
 #endif
-	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		uint32_t v[7] = { id, g->epoch, (uint32_t)((uint64_t)len >> 32), (uint32_t)len,
-				  (uint32_t)(w->addr >> 32), (uint32_t)w->addr, w->rkey };
-		if (p == g->rank || g->links[p].state != LINK_OPEN || g->links[p].mode != OXR_LINK_AUTH)
-			continue;
-		oxr_arena_reset(g->scratch);
-		/* the rkey goes only to authenticated peers whose stream is verbs */
-		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
-				  ints(g->scratch, g->links[p].v && w->mr ? 7 : 4, v, 0));
-	}
+	if (st == OXR_OK)
+		st = announce(g, w);
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, have_all_descs, &x, timeout_ms);
 	if (st) {
@@ -315,6 +329,8 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	off = (uint64_t)v[2] << 32 | v[3];
 	if (!w)
 		{ refuse(g, l, "no such window (destroyed?)", v[0]); return; }
+	if (g->revoked)
+		{ refuse(g, l, "the group is revoked", v[0]); return; }
 	if (v[1] != g->epoch || w->epoch != g->epoch)
 		{ refuse(g, l, "stale epoch", v[0]); return; }
 	if (off > w->len || len > w->len - off)
@@ -350,6 +366,57 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 	r->rdma = rdma;
 	r->addr = (uint64_t)v[4] << 32 | v[5];
 	r->rkey = v[6];
+}
+
+void oxr_windows_drop_notes(oxr_group *g)
+{
+	oxr_win *w;
+
+	for (w = g->wins; w; w = w->next)
+		w->head = w->count = 0;
+}
+
+struct rekey {
+	oxr_group *g;
+	oxr_win *w;
+};
+
+static int all_rekeyed(void *arg)
+{
+	struct rekey *x = arg;
+	oxr_win *w;
+
+	for (w = x->g->wins; w; w = w->next) {
+		struct all_descs d = { x->g, w->id };
+		if (!have_all_descs(&d))
+			return 0;
+	}
+	return 1;
+}
+
+oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
+{
+	struct rekey x = { g, NULL };
+	oxr_status_t st = OXR_OK;
+	oxr_win *w;
+
+	for (w = g->wins; w && st == OXR_OK; w = w->next) {
+		w->epoch = g->epoch;
+		w->head = w->count = 0;
+#ifdef OXR_HAVE_VERBS
+		if (w->mr) { /* a new registration: the old epoch's rkey is dead at the HCA */
+			oxr_vmr_dereg(w->mr);
+			w->mr = NULL;
+			st = oxr_vmr_reg(g, w->base, w->len, 1, &w->mr, &w->addr, &w->rkey);
+			if (st)
+				break;
+		}
+#endif
+		st = announce(g, w);
+	}
+	if (st == OXR_OK)
+		st = oxr_progress_until(g, all_rekeyed, &x, timeout_ms);
+	return st;
 }
 
 oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)

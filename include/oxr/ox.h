@@ -24,15 +24,18 @@ enum oxr_ox_tag {
 	OXR_OX_DATA_WITH_SIZE = 521,
 	OXR_OX_LOCAL_OBJECT_ASIR = 0x7fcdef30,
 	/* oxr's own, in the OX_PRIVATE range, only on OXR_LINK_AUTH links; the
-	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put. */
+	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put; a
+	 * group's revoke. */
 	OXR_OX_PRIVATE_WIN = 0x7fff0101,
 	OXR_OX_PRIVATE_PUT = 0x7fff0102,
+	OXR_OX_PRIVATE_REVOKE = 0x7fff0103,
 };
 
 /* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
 static inline int oxr_ox_has_cmo(int32_t tag)
 {
-	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT;
+	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
+	       tag == OXR_OX_PRIVATE_REVOKE;
 }
 
 enum oxr_sm {

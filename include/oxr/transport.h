@@ -187,6 +187,33 @@ oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
 uint64_t oxr_win_landed(const oxr_win *w);
 uint64_t oxr_group_puts_refused(const oxr_group *g);
 
+/* ---- revoke and reset ---------------------------------------------- */
+
+/*
+ * Revoke (ULFM's MPI_Comm_revoke), keyed by (group id, epoch): the first
+ * revoke a rank sees in its epoch, its own or a peer's, fails every pending
+ * and later operation of the group with OXR_ERR_REVOKED (the message says
+ * who revoked), drops queued messages, put notes and sends not yet begun,
+ * discards what arrives, and is forwarded once to every linked peer.  A
+ * revoke of an epoch already reset is dropped.  The group is usable again
+ * after oxr_group_reset.
+ */
+oxr_status_t oxr_group_revoke(oxr_group *g);
+/* 1 if revoked in the current epoch; *why (may be NULL) says by whom. */
+int oxr_group_revoked(const oxr_group *g, const char **why);
+/* What revokes name with the epoch: derived from the group token (one-way),
+ * 0 for a group without one. */
+uint64_t oxr_group_id(const oxr_group *g);
+/*
+ * RFC-102's reset (SM_reset_102), collective over every rank linked to
+ * this one: an OX_SYNC_BALL goes out on each link, everything that arrives
+ * before the peer's ball is discarded, the epoch goes up by one, a revoke
+ * is cleared, and every window gets the new epoch (on verbs a new
+ * registration: no write aimed with an old rkey can land).  Fails with
+ * OXR_ERR_PEER when a linked rank has failed.
+ */
+oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
+
 /* Moves every link forward without blocking (reads, writes, completions). */
 oxr_status_t oxr_group_progress(oxr_group *g);
 

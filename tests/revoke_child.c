@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rank of the revoke test, started by oxr-run: the last rank revokes
+ * while every other rank waits for a message nobody sends; each checks its
+ * wait failed with OXR_ERR_REVOKED naming the last rank, then all reset and
+ * pass a token round the ring in epoch 1.  Prints `rank R: revoke ok`.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oxr/oxr.h"
+#include "oxr/boot.h"
+#include "oxr/transport.h"
+
+static int rank = -1;
+
+#define CHECK(c, ...)                                                                  \
+	do {                                                                           \
+		if (!(c)) {                                                            \
+			fprintf(stderr, "rank %d: check failed at line %d: ", rank, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fprintf(stderr, " (%s)\n", oxr_errmsg());                      \
+			return 1;                                                      \
+		}                                                                      \
+	} while (0)
+
+int main(void)
+{
+	oxr_boot *b;
+	oxr_ctx *c;
+	oxr_group *g;
+	oxr_arena *a;
+	oxr_rmsg *m = NULL;
+	oxr_status_t st;
+	char want[64];
+	int n, last;
+
+	CHECK(oxr_boot_open(&b) == OXR_OK, "boot");
+	CHECK(oxr_ctx_create(&c) == OXR_OK, "context");
+	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
+	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
+	rank = oxr_group_rank(g);
+	n = oxr_group_size(g);
+	last = n - 1;
+	snprintf(want, sizeof(want), "revoked by rank %d", last);
+	if (rank == last) {
+		usleep(200000); /* the others are waiting by now */
+		CHECK(oxr_group_revoke(g) == OXR_OK, "revoke");
+	} else {
+		st = oxr_recv(g, (rank + 1) % n, 20000, &m);
+		CHECK(st == OXR_ERR_REVOKED, "the wait ended with %d, not OXR_ERR_REVOKED", st);
+		CHECK(strstr(oxr_errmsg(), want), "the error names the revoker");
+	}
+	CHECK(oxr_group_revoked(g, NULL), "revoked");
+	CHECK(oxr_group_reset(g, 20000) == OXR_OK, "reset");
+	CHECK(oxr_group_epoch(g) == 1 && !oxr_group_revoked(g, NULL), "epoch 1, not revoked");
+	if (n > 1) {
+		int32_t v = 0;
+		oxr_ox_msg out = { .tag = OXR_OX_DATA };
+		if (rank != 0) {
+			CHECK(oxr_recv(g, rank - 1, 20000, &m) == OXR_OK, "ring receive");
+			CHECK(m->msg.cmo->tag == OXR_CMO_INT32, "an INT32");
+			v = m->msg.cmo->v.i32;
+			oxr_rmsg_free(m);
+		}
+		out.cmo = oxr_cmo_new_int32(a, v + rank);
+		CHECK(oxr_send(g, (rank + 1) % n, &out) == OXR_OK, "ring send");
+		if (rank == 0) {
+			CHECK(oxr_recv(g, last, 20000, &m) == OXR_OK, "ring back");
+			v = m->msg.cmo->v.i32;
+			oxr_rmsg_free(m);
+			CHECK(v == n * (n - 1) / 2, "the ring sum is %d", v);
+		}
+	}
+	printf("rank %d: revoke ok\n", rank);
+	oxr_arena_destroy(a);
+	oxr_group_destroy(g);
+	oxr_ctx_destroy(c);
+	oxr_boot_close(b);
+	return 0;
+}

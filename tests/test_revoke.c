@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Revoke and reset on a linked pair (the transport the environment picks:
+ * tcp on the host, verbs in the rxe guest), and on whole groups of real
+ * processes under oxr-run (tests/revoke_child.c): a revoke fails pending
+ * and later operations with OXR_ERR_REVOKED naming who revoked, floods the
+ * group once, and a reset gives a new epoch where nothing of the old one
+ * is delivered: no message, no put, no revoke.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oxr/oxr.h"
+#include "link_pair.h"
+#include "run_child.h"
+
+TestSuite(revoke, .timeout = 300);
+
+#define RUN OXR_BIN_DIR "/oxr-run"
+#define CHILD OXR_BIN_DIR "/revoke_child"
+
+static void pair_up(struct pair *p)
+{
+	make_pair(p, 2, "little", "little");
+	cr_assert_eq(link_up(p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(p->st_accept, OXR_OK, "%s", p->err_accept);
+}
+
+static oxr_status_t send_int(oxr_group *g, int peer, int32_t v)
+{
+	oxr_arena *a;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA };
+	oxr_status_t st;
+
+	oxr_arena_create(&a);
+	m.cmo = oxr_cmo_new_int32(a, v);
+	st = oxr_send(g, peer, &m);
+	oxr_arena_destroy(a);
+	return st;
+}
+
+static oxr_status_t recv_int(oxr_group *g, int peer, int32_t *v)
+{
+	oxr_rmsg *m = NULL;
+	oxr_status_t st = oxr_recv(g, peer, 10000, &m);
+
+	if (st == OXR_OK) {
+		cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32);
+		*v = m->msg.cmo->v.i32;
+		oxr_rmsg_free(m);
+	}
+	return st;
+}
+
+struct side {
+	oxr_group *g;
+	oxr_status_t st;
+	char err[512];
+};
+
+static void *blocked_recv(void *arg)
+{
+	struct side *s = arg;
+	oxr_rmsg *m = NULL;
+
+	s->st = oxr_recv(s->g, 0, 20000, &m);
+	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
+	oxr_rmsg_free(m);
+	return NULL;
+}
+
+static void *reset_side(void *arg)
+{
+	struct side *s = arg;
+
+	s->st = oxr_group_reset(s->g, 20000);
+	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
+	return NULL;
+}
+
+/* Both ranks reset at once (a in a thread). */
+static void reset_both(struct pair *p)
+{
+	struct side a = { .g = p->a }, b = { .g = p->b };
+	pthread_t t;
+
+	pthread_create(&t, NULL, reset_side, &a);
+	reset_side(&b);
+	pthread_join(t, NULL);
+	cr_assert_eq(a.st, OXR_OK, "rank 0 reset: %s", a.err);
+	cr_assert_eq(b.st, OXR_OK, "rank 1 reset: %s", b.err);
+}
+
+Test(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_group)
+{
+	struct pair p;
+	struct side b;
+	const char *why;
+	pthread_t t;
+	int32_t v = 0;
+
+	pair_up(&p);
+	cr_assert_eq(oxr_group_id(p.a), oxr_group_id(p.b), "one group, one id");
+	cr_assert_neq(oxr_group_id(p.a), 0);
+	b = (struct side){ .g = p.b };
+	pthread_create(&t, NULL, blocked_recv, &b); /* rank 1 waits for what never comes */
+	usleep(100000);
+	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
+	pthread_join(t, NULL);
+	cr_assert_eq(b.st, OXR_ERR_REVOKED, "the pending receive fails: %d %s", b.st, b.err);
+	cr_assert(strstr(b.err, "revoked by rank 0"), "and says who: %s", b.err);
+	cr_assert(oxr_group_revoked(p.b, &why) && strstr(why, "rank 0"), "rank 1 knows");
+	cr_assert_eq(send_int(p.a, 1, 1), OXR_ERR_REVOKED, "later sends fail");
+	cr_assert_eq(send_int(p.b, 0, 1), OXR_ERR_REVOKED);
+	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK, "a second revoke is nothing");
+	reset_both(&p);
+	cr_assert_eq(oxr_group_epoch(p.a), 1);
+	cr_assert_eq(oxr_group_epoch(p.b), 1);
+	cr_assert(!oxr_group_revoked(p.a, NULL) && !oxr_group_revoked(p.b, NULL));
+	cr_assert_eq(send_int(p.a, 1, 42), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(recv_int(p.b, 0, &v), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(v, 42);
+	cr_assert_eq(send_int(p.b, 0, 43), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(v, 43);
+	free_pair(&p);
+}
+
+/* Messages sent in epoch 0 and never taken are gone after the reset: the
+ * first message of epoch 1 is the first one delivered. */
+Test(revoke, messages_of_the_old_epoch_are_never_delivered_after_a_reset)
+{
+	struct pair p;
+	int32_t v = 0;
+	int i;
+
+	pair_up(&p);
+	for (i = 0; i < 20; i++)
+		cr_assert_eq(send_int(p.b, 0, 1000 + i), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK);
+	cr_assert_eq(v, 1000, "epoch 0 works");
+	reset_both(&p);
+	cr_assert_eq(send_int(p.b, 0, 7), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(v, 7, "the first message after the reset is of epoch 1, not %d", v);
+	/* and twice more, with a revoke in between */
+	for (i = 0; i < 5; i++)
+		cr_assert_eq(send_int(p.a, 1, 2000 + i), OXR_OK);
+	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
+	reset_both(&p);
+	cr_assert_eq(oxr_group_epoch(p.b), 2);
+	cr_assert_eq(send_int(p.a, 1, 8), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(recv_int(p.b, 0, &v), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(v, 8, "epoch 2's first, not %d", v);
+	free_pair(&p);
+}
+
+/* A REVOKE frame as a peer would send it: LIST [gid_hi, gid_lo, epoch, origin]. */
+static oxr_status_t forge_revoke(oxr_group *g, int peer, uint64_t gid, uint32_t epoch,
+				 int origin)
+{
+	int32_t v[4] = { (int32_t)(uint32_t)(gid >> 32), (int32_t)(uint32_t)gid, (int32_t)epoch,
+			 origin };
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_REVOKE };
+	oxr_arena *a;
+	oxr_status_t st;
+	int i;
+
+	oxr_arena_create(&a);
+	m.cmo = oxr_cmo_new_list(a, 4);
+	for (i = 0; i < 4; i++)
+		m.cmo->kids[i] = oxr_cmo_new_int32(a, v[i]);
+	st = oxr_send(g, peer, &m);
+	oxr_arena_destroy(a);
+	return st;
+}
+
+Test(revoke, revokes_of_a_dead_epoch_or_another_group_are_dropped)
+{
+	struct pair p;
+	int32_t v = 0;
+
+	pair_up(&p);
+	reset_both(&p); /* epoch 1 */
+	cr_assert_eq(forge_revoke(p.b, 0, oxr_group_id(p.b), 0, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(forge_revoke(p.b, 0, oxr_group_id(p.b) ^ 1, 1, 1), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, 5), OXR_OK);
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(v, 5);
+	cr_assert(!oxr_group_revoked(p.a, NULL), "epoch 0's and another group's revoke dropped");
+	cr_assert_eq(forge_revoke(p.b, 0, oxr_group_id(p.b), 1, 1), OXR_OK);
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_ERR_REVOKED, "the current epoch's revoke counts");
+	cr_assert(oxr_group_revoked(p.a, NULL));
+	free_pair(&p);
+}
+
+struct win_side {
+	oxr_group *g;
+	oxr_win *w;
+	uint8_t mem[256];
+	oxr_status_t st;
+};
+
+static void *make_win(void *arg)
+{
+	struct win_side *s = arg;
+
+	s->st = oxr_win_create(s->g, 9, s->mem, sizeof(s->mem), 10000, &s->w);
+	return NULL;
+}
+
+/* Windows: a put is refused once revoked, and after the reset the window
+ * works again with the new epoch; a put frame of the old epoch never lands. */
+Test(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
+{
+	struct pair p;
+	struct win_side a, b;
+	oxr_win_note n;
+	pthread_t t;
+	uint8_t x[16];
+	uint64_t refused;
+
+	pair_up(&p);
+	a = (struct win_side){ .g = p.a };
+	b = (struct win_side){ .g = p.b };
+	pthread_create(&t, NULL, make_win, &a);
+	make_win(&b);
+	pthread_join(t, NULL);
+	cr_assert_eq(a.st, OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(b.st, OXR_OK, "%s", oxr_errmsg());
+	memset(x, 1, sizeof(x));
+	cr_assert_eq(oxr_put(p.b, 0, 9, 0, x, sizeof(x), 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(a.w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(a.mem[0], 1);
+	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
+	memset(x, 2, sizeof(x));
+	cr_assert_eq(oxr_put(p.b, 0, 9, 0, x, sizeof(x), 2), OXR_ERR_REVOKED, "a revoked put");
+	cr_assert_eq(oxr_win_wait(a.w, 10000, &n), OXR_ERR_REVOKED, "the target's wait fails");
+	cr_assert_eq(a.mem[0], 1, "nothing landed");
+	reset_both(&p);
+	memset(x, 3, sizeof(x));
+	cr_assert_eq(oxr_put(p.b, 0, 9, 16, x, sizeof(x), 3), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(a.w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 3, "the note of epoch 1, not an old one");
+	cr_assert_eq(a.mem[16], 3);
+	/* a put frame still claiming epoch 0 is refused at the target */
+	refused = oxr_group_puts_refused(p.a);
+	{
+		int32_t v[5] = { 9, 0, 0, 32, 4 };
+		oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_PUT };
+		oxr_arena *ar;
+		int i;
+		oxr_arena_create(&ar);
+		m.cmo = oxr_cmo_new_list(ar, 6);
+		for (i = 0; i < 5; i++)
+			m.cmo->kids[i] = oxr_cmo_new_int32(ar, v[i]);
+		m.cmo->kids[5] = oxr_cmo_new_bytes(ar, OXR_CMO_DATUM, x, 8);
+		cr_assert_eq(oxr_send(p.b, 0, &m), OXR_OK);
+		oxr_arena_destroy(ar);
+	}
+	cr_assert_eq(send_int(p.b, 0, 1), OXR_OK); /* behind it on the link */
+	{
+		int32_t v;
+		cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK);
+	}
+	cr_assert_eq(oxr_group_puts_refused(p.a), refused + 1, "the stale put was refused");
+	cr_assert_eq(a.mem[32], 0, "and did not land");
+	oxr_win_destroy(a.w);
+	oxr_win_destroy(b.w);
+	free_pair(&p);
+}
+
+/* Whole groups: one rank revokes while every other waits for a message
+ * that never comes; each must see the revoke, then all reset and pass a
+ * token round the ring in epoch 1. */
+Test(revoke, a_revoke_floods_groups_of_2_to_8_ranks_and_they_reset)
+{
+	int n;
+
+	for (n = 2; n <= 8; n++) {
+		char nbuf[16], line[64];
+		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, NULL };
+		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		struct run r;
+		int i;
+
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		r = spawn_run(argv, env, NULL, 120);
+		cr_assert_eq(r.rc, 0, "%d ranks: exit %d\nstdout:\n%s\nstderr:\n%s", n, r.rc, r.out,
+			     r.err);
+		for (i = 0; i < n; i++) {
+			snprintf(line, sizeof(line), "rank %d: revoke ok", i);
+			cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s", line, r.out);
+		}
+		run_free(&r);
+	}
+}

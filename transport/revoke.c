@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Revoke (ULFM's MPI_Comm_revoke) and reset (RFC-102's SM_reset_102).
+ *
+ * Revoke is keyed by (group id, epoch).  The first revoke a rank sees for
+ * its current epoch (its own oxr_group_revoke, or a peer's REVOKE frame)
+ * marks the group revoked: every pending and later operation of the epoch
+ * fails with OXR_ERR_REVOKED, queued messages and put notes are dropped,
+ * sends not yet started are dropped (one already half written is finished,
+ * so the stream stays whole for a reset), incoming messages and puts are
+ * discarded, and the rank forwards one REVOKE frame to every other open
+ * authenticated link.  Forwarding to all peers, not along a binomial
+ * graph: groups are fully linked, so one hop reaches every survivor
+ * whichever ranks died, with nothing to route around; the price, n - 1
+ * frames a rank, matters only at thousands of ranks.  Each rank forwards
+ * exactly once per epoch, so the flood ends.  Frames of an older epoch are
+ * dropped (the reset that ended that epoch already cleared it).
+ *
+ * Reset: every rank writes OX_SYNC_BALL on each of its links, then reads
+ * each link up to the peer's OX_SYNC_BALL, discarding what came before.
+ * RFC-102 orders these steps (lower rank first) because asir's writes
+ * block; here a blocked write keeps reading, so writing all balls first
+ * and then reading cannot deadlock.  Then the epoch goes up, the revoke is
+ * cleared, and every window is re-keyed with the new epoch (on verbs a new
+ * registration, so an rkey of the old epoch is dead at the HCA).
+ *
+ * Invariant: nothing of epoch e is delivered in epoch e + 1.  A link is a
+ * stream, and the peer's ball separates its epochs on it: what came before
+ * the ball is discarded by the reset, what comes after it is kept (even
+ * while this rank still waits for other balls), and the peer's RDMA writes
+ * of epoch e completed before its ball did (RC order), so none lands later.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oxr_internal.h"
+#include "transport_impl.h"
+
+uint64_t oxr_group_id(const oxr_group *g) { return g->gid; }
+
+int oxr_group_revoked(const oxr_group *g, const char **why)
+{
+	if (why)
+		*why = g->revoked ? g->revoke_msg : NULL;
+	return g->revoked;
+}
+
+oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what)
+{
+	return oxr_err(OXR_ERR_REVOKED, "%s: %s", what, g->revoke_msg);
+}
+
+static oxr_status_t send_revoke(oxr_group *g, int peer, int origin)
+{
+	int32_t v[4] = { (int32_t)(uint32_t)(g->gid >> 32), (int32_t)(uint32_t)g->gid,
+			 (int32_t)g->epoch, origin };
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_REVOKE };
+	struct sendop *op;
+	oxr_status_t st;
+	int hold = g->resetting, i;
+
+	oxr_arena_reset(g->scratch);
+	m.cmo = oxr_cmo_new_list(g->scratch, 4);
+	for (i = 0; m.cmo && i < 4; i++)
+		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, v[i])))
+			m.cmo = NULL;
+	if (!m.cmo)
+		return oxr_err(OXR_ERR_NOMEM, "revoke: out of memory");
+	/* queued, not waited for: a revoke is sent from inside the engine too */
+	g->resetting = 1; /* the group is revoked already: this send must still go */
+	st = oxr_queue_send(g, peer, &m, NULL, &op);
+	g->resetting = hold;
+	if (st)
+		return st;
+	op->orphan = 1; /* freed when written */
+	op->internal = 1;
+	if (op->done) {
+		free(op->mem);
+		free(op);
+	}
+	g->revokes_sent++;
+	return OXR_OK;
+}
+
+void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
+{
+	va_list ap;
+	int p;
+
+	if (g->revoked)
+		return;
+	g->revoked = 1;
+	va_start(ap, fmt);
+	vsnprintf(g->revoke_msg, sizeof(g->revoke_msg), fmt, ap);
+	va_end(ap);
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: group %016llx epoch %u revoked: %s", g->rank,
+		(unsigned long long)g->gid, g->epoch, g->revoke_msg);
+	for (p = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		if (p == g->rank || l->state != LINK_OPEN)
+			continue;
+		oxr_link_revoke_queues(g, l);
+	}
+	oxr_windows_drop_notes(g);
+	for (p = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		if (p == g->rank || p == from || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+			continue;
+		if (send_revoke(g, p, origin))
+			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: forwarding the revoke to rank %d: %s",
+				g->rank, p, oxr_errmsg());
+	}
+}
+
+oxr_status_t oxr_group_revoke(oxr_group *g)
+{
+	if (!g->revoked)
+		oxr_revoke_local(g, -1, g->rank, "group revoked by rank %d (epoch %u)", g->rank,
+				 g->epoch);
+	return OXR_OK;
+}
+
+oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
+{
+	const oxr_cmo *o = m->cmo;
+	uint32_t v[4];
+	uint64_t gid;
+	int i;
+
+	if (l->mode != OXR_LINK_AUTH)
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr revoke on an OpenXM link", l->peer);
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 4)
+		goto bad;
+	for (i = 0; i < 4; i++) {
+		if (!o->kids[i] || o->kids[i]->tag != OXR_CMO_INT32)
+			goto bad;
+		v[i] = (uint32_t)o->kids[i]->v.i32;
+	}
+	gid = (uint64_t)v[0] << 32 | v[1];
+	if (gid != g->gid) {
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: a revoke from rank %d names group %016llx, "
+			"not this one (%016llx): dropped", g->rank, l->peer, (unsigned long long)gid,
+			(unsigned long long)g->gid);
+		return OXR_OK;
+	}
+	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size)
+		goto bad;
+	if (v[2] == g->epoch) {
+		if ((int32_t)v[3] == l->peer)
+			oxr_revoke_local(g, l->peer, l->peer, "group revoked by rank %d (epoch %u)",
+					 l->peer, g->epoch);
+		else
+			oxr_revoke_local(g, l->peer, (int)v[3], "group revoked by rank %d, forwarded "
+					 "by rank %d (epoch %u)", (int)v[3], l->peer, g->epoch);
+	} else if (v[2] == g->epoch + 1 && g->resetting && l->ball_seen) {
+		/* the peer finished the reset and revoked the next epoch already */
+		g->revoke_next = 1;
+		g->revoke_origin = (int)v[3];
+		snprintf(g->revoke_msg, sizeof(g->revoke_msg), "group revoked by rank %d (epoch %u)",
+			 (int)v[3], v[2]);
+	} else {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a revoke of epoch %u from rank %d dropped "
+			"(this rank is at %u)", g->rank, v[2], l->peer, g->epoch);
+	}
+	return OXR_OK;
+bad:
+	return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed revoke", l->peer);
+}
+
+/* ---- reset ---------------------------------------------------------- */
+
+struct balls {
+	oxr_group *g;
+	oxr_status_t st;
+};
+
+/* Every open link has given its ball: what came before it is dropped. */
+static int all_balls(void *arg)
+{
+	struct balls *b = arg;
+	oxr_group *g = b->g;
+	int p, all = 1;
+
+	for (p = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		if (p == g->rank || l->state == LINK_NONE)
+			continue;
+		/* what the peer sent before it went comes first: its ball may be there */
+		while (!l->ball_seen && l->rq_head) {
+			struct recvq *q = l->rq_head;
+			int ball = q->m->msg.tag == OXR_OX_SYNC_BALL;
+			l->rq_head = q->next;
+			if (!l->rq_head)
+				l->rq_tail = NULL;
+			l->rq_bytes -= q->bytes;
+			oxr_rmsg_free(q->m);
+			free(q);
+			if (ball)
+				l->ball_seen = 1;
+		}
+		if (!l->ball_seen && l->state == LINK_FAILED) {
+			if (b->st == OXR_OK)
+				b->st = oxr_err(OXR_ERR_PEER, "reset: %s (a reset needs every rank; a "
+						"group without it needs a new group of the survivors)",
+						l->errmsg);
+			return 1;
+		}
+		if (!l->ball_seen)
+			all = 0;
+	}
+	return all;
+}
+
+oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
+{
+	struct balls b = { g, OXR_OK };
+	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
+	oxr_status_t st = OXR_OK;
+	int p;
+
+	g->resetting = 1;
+	g->revoke_next = 0;
+	for (p = 0; p < g->size; p++)
+		g->links[p].ball_seen = 0;
+	/* a ball already queued (the peer entered the reset first) counts in all_balls */
+	for (p = 0; p < g->size && st == OXR_OK; p++) {
+		struct sendop *op;
+		if (p == g->rank || g->links[p].state != LINK_OPEN)
+			continue;
+		if ((st = oxr_queue_send(g, p, &ball, NULL, &op)) == OXR_OK) {
+			op->orphan = 1;
+			op->internal = 1;
+			if (op->done) {
+				free(op->mem);
+				free(op);
+			}
+		}
+	}
+	if (st == OXR_OK)
+		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
+	if (st == OXR_OK)
+		st = b.st;
+	if (st) {
+		g->resetting = 0;
+		return st;
+	}
+	g->epoch++;
+	g->revoked = 0;
+	if (!g->revoke_next)
+		g->revoke_msg[0] = 0;
+	st = oxr_windows_rekey(g, timeout_ms);
+	g->resetting = 0;
+	for (p = 0; p < g->size; p++) {
+		g->links[p].ball_seen = 0;
+		oxr_link_note_balls(&g->links[p]);
+	}
+	if (st == OXR_OK && g->revoke_next) {
+		char why[sizeof(g->revoke_msg)];
+		memcpy(why, g->revoke_msg, sizeof(why));
+		g->revoke_msg[0] = 0;
+		oxr_revoke_local(g, -1, g->revoke_origin, "%s", why);
+	}
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: group reset, epoch %u", g->rank, g->epoch);
+	return st;
+}
