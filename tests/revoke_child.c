@@ -4,9 +4,15 @@
  * while every other rank waits for a message nobody sends; each checks its
  * wait failed with OXR_ERR_REVOKED naming the last rank, then all reset and
  * pass a token round the ring in epoch 1.  Prints `rank R: revoke ok`.
+ *   revoke_child kill: the last rank dies (SIGKILL) while every other one
+ *   waits for a message from its right neighbour, most of them alive: the
+ *   failure revokes the group, so every wait ends with an error naming the
+ *   dead rank; a reset then fails saying why.  Prints `rank R: failure ok`.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "oxr/oxr.h"
@@ -25,7 +31,38 @@ static int rank = -1;
 		}                                                                      \
 	} while (0)
 
-int main(void)
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int kill_mode(oxr_group *g, int n)
+{
+	char want[32];
+	oxr_rmsg *m = NULL;
+	oxr_status_t st;
+	long t0;
+
+	if (rank == n - 1) {
+		usleep(200000);
+		raise(SIGKILL);
+	}
+	t0 = now_ms();
+	st = oxr_recv(g, (rank + 1) % n, 20000, &m);
+	CHECK(st == OXR_ERR_PEER, "the wait ended with %d, not OXR_ERR_PEER", st);
+	snprintf(want, sizeof(want), "rank %d failed", n - 1);
+	CHECK(strstr(oxr_errmsg(), want) || (rank == n - 2 && strstr(oxr_errmsg(), "rank")),
+	      "the error names the dead rank");
+	CHECK(oxr_group_revoked(g, NULL), "revoked");
+	CHECK(oxr_group_reset(g, 5000) == OXR_ERR_PEER, "a reset without every rank fails");
+	printf("rank %d: failure ok (%ld ms after the wait began)\n", rank, now_ms() - t0);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	oxr_boot *b;
 	oxr_ctx *c;
@@ -43,6 +80,11 @@ int main(void)
 	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	last = n - 1;
+	if (argc > 1 && !strcmp(argv[1], "kill")) {
+		int rc = kill_mode(g, n);
+		oxr_group_destroy(g);
+		return rc;
+	}
 	snprintf(want, sizeof(want), "revoked by rank %d", last);
 	if (rank == last) {
 		usleep(200000); /* the others are waiting by now */

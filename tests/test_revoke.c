@@ -159,20 +159,20 @@ Test(revoke, messages_of_the_old_epoch_are_never_delivered_after_a_reset)
 	free_pair(&p);
 }
 
-/* A REVOKE frame as a peer would send it: LIST [gid_hi, gid_lo, epoch, origin]. */
+/* A REVOKE frame as a peer would send it: LIST [gid_hi, gid_lo, epoch, origin, -1]. */
 static oxr_status_t forge_revoke(oxr_group *g, int peer, uint64_t gid, uint32_t epoch,
 				 int origin)
 {
-	int32_t v[4] = { (int32_t)(uint32_t)(gid >> 32), (int32_t)(uint32_t)gid, (int32_t)epoch,
-			 origin };
+	int32_t v[5] = { (int32_t)(uint32_t)(gid >> 32), (int32_t)(uint32_t)gid, (int32_t)epoch,
+			 origin, -1 };
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_REVOKE };
 	oxr_arena *a;
 	oxr_status_t st;
 	int i;
 
 	oxr_arena_create(&a);
-	m.cmo = oxr_cmo_new_list(a, 4);
-	for (i = 0; i < 4; i++)
+	m.cmo = oxr_cmo_new_list(a, 5);
+	for (i = 0; i < 5; i++)
 		m.cmo->kids[i] = oxr_cmo_new_int32(a, v[i]);
 	st = oxr_send(g, peer, &m);
 	oxr_arena_destroy(a);
@@ -272,6 +272,33 @@ Test(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
 	oxr_win_destroy(a.w);
 	oxr_win_destroy(b.w);
 	free_pair(&p);
+}
+
+/* A rank killed with SIGKILL: every survivor's wait ends with an error
+ * naming it, even waits on live ranks (the failure revoked the group). */
+Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
+{
+	int n;
+
+	for (n = 2; n <= 6; n += 2) {
+		char nbuf[16], line[64];
+		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "kill", NULL };
+		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		struct run r;
+		int i;
+
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		r = spawn_run(argv, env, NULL, 120);
+		cr_assert_neq(r.rc, 0, "oxr-run reports the killed rank");
+		cr_assert(strstr(r.err, "killed by signal 9"), "%s", r.err);
+		for (i = 0; i < n - 1; i++) {
+			snprintf(line, sizeof(line), "rank %d: failure ok", i);
+			cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s\nstderr:\n%s", line, r.out,
+				     r.err);
+		}
+		cr_log_info("%d ranks:\n%s", n, r.out);
+		run_free(&r);
+	}
 }
 
 /* Whole groups: one rank revokes while every other waits for a message

@@ -18,6 +18,8 @@ oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out
 	if (!c || !out || nserver < 1 || nserver > (1 << 20) || rank < 0 || rank >= nserver)
 		return oxr_err(OXR_ERR_INVAL, "group: bad nserver %d or rank %d", nserver, rank);
 	g = calloc(1, sizeof(*g));
+	if (g)
+		g->revoke_failed = -1;
 	if (!g || !(g->links = calloc((size_t)nserver, sizeof(*g->links)))) {
 		free(g);
 		return oxr_err(OXR_ERR_NOMEM, "group: out of memory for %d ranks", nserver);
@@ -45,6 +47,7 @@ void oxr_group_destroy(oxr_group *g)
 
 	if (!g)
 		return;
+	oxr_say_bye(g);
 	for (i = 0; i < g->size; i++)
 		oxr_link_drain(g, &g->links[i]);
 	for (i = 0; i < g->size; i++)

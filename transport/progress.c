@@ -88,6 +88,7 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 		complete_send(op, st);
 	}
 	l->sq_head = l->sq_tail = NULL;
+	oxr_revoke_failed(g, l); /* a rank that did not say BYE failed: the group knows */
 }
 
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
@@ -332,7 +333,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 		if (st == OXR_OK && oxr_ox_has_cmo(oxr_decoder_msg(l->dec)->tag) &&
 		    oxr_decoder_msg(l->dec)->tag != OXR_OX_DATA) {
 			/* the library's own frames are handled here, never queued */
-			st = oxr_decoder_msg(l->dec)->tag == OXR_OX_PRIVATE_REVOKE
+			int32_t tag = oxr_decoder_msg(l->dec)->tag;
+			st = tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE
 				     ? oxr_revoke_frame(g, l, oxr_decoder_msg(l->dec))
 				     : oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
 			oxr_arena_reset(l->arena);

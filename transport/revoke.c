@@ -49,21 +49,24 @@ int oxr_group_revoked(const oxr_group *g, const char **why)
 
 oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what)
 {
-	return oxr_err(OXR_ERR_REVOKED, "%s: %s", what, g->revoke_msg);
+	return oxr_err(g->revoke_st ? g->revoke_st : OXR_ERR_REVOKED, "%s: %s", what,
+		       g->revoke_msg);
 }
 
+/* LIST [INT32 gid_hi, gid_lo, epoch, origin, failed]: failed is the rank
+ * whose failure caused the revoke, -1 for one asked for. */
 static oxr_status_t send_revoke(oxr_group *g, int peer, int origin)
 {
-	int32_t v[4] = { (int32_t)(uint32_t)(g->gid >> 32), (int32_t)(uint32_t)g->gid,
-			 (int32_t)g->epoch, origin };
+	int32_t v[5] = { (int32_t)(uint32_t)(g->gid >> 32), (int32_t)(uint32_t)g->gid,
+			 (int32_t)g->epoch, origin, g->revoke_failed };
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_REVOKE };
 	struct sendop *op;
 	oxr_status_t st;
 	int hold = g->resetting, i;
 
 	oxr_arena_reset(g->scratch);
-	m.cmo = oxr_cmo_new_list(g->scratch, 4);
-	for (i = 0; m.cmo && i < 4; i++)
+	m.cmo = oxr_cmo_new_list(g->scratch, 5);
+	for (i = 0; m.cmo && i < 5; i++)
 		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, v[i])))
 			m.cmo = NULL;
 	if (!m.cmo)
@@ -92,6 +95,7 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 	if (g->revoked)
 		return;
 	g->revoked = 1;
+	g->revoke_st = OXR_ERR_REVOKED;
 	va_start(ap, fmt);
 	vsnprintf(g->revoke_msg, sizeof(g->revoke_msg), fmt, ap);
 	va_end(ap);
@@ -122,18 +126,58 @@ oxr_status_t oxr_group_revoke(oxr_group *g)
 	return OXR_OK;
 }
 
+void oxr_revoke_failed(oxr_group *g, struct link *l)
+{
+	if (g->revoked || g->destroying || l->bye || l->mode != OXR_LINK_AUTH)
+		return;
+	g->revoke_failed = l->peer;
+	oxr_revoke_local(g, l->peer, g->rank, "rank %d failed: %s (the group is revoked: "
+			 "oxr_group_reset once it is back, or a new group of the survivors)",
+			 l->peer, l->errmsg);
+	g->revoke_st = OXR_ERR_PEER;
+}
+
+void oxr_say_bye(oxr_group *g)
+{
+	int p;
+
+	g->destroying = 1;
+	for (p = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_BYE };
+		struct sendop *op;
+		if (p == g->rank || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+			continue;
+		oxr_arena_reset(g->scratch);
+		m.cmo = oxr_cmo_new_int32(g->scratch, (int32_t)g->epoch);
+		g->resetting++; /* a revoked group still says goodbye */
+		if (m.cmo && oxr_queue_send(g, p, &m, NULL, &op) == OXR_OK) {
+			op->orphan = op->internal = 1;
+			if (op->done) {
+				free(op->mem);
+				free(op);
+			}
+		}
+		g->resetting--;
+	}
+}
+
 oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
 	const oxr_cmo *o = m->cmo;
-	uint32_t v[4];
+	uint32_t v[5];
 	uint64_t gid;
-	int i;
+	int i, failed;
 
 	if (l->mode != OXR_LINK_AUTH)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr revoke on an OpenXM link", l->peer);
-	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 4)
+	if (m->tag == OXR_OX_PRIVATE_BYE) { /* its end that follows is no failure */
+		l->bye = 1;
+		return OXR_OK;
+	}
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 5)
 		goto bad;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		if (!o->kids[i] || o->kids[i]->tag != OXR_CMO_INT32)
 			goto bad;
 		v[i] = (uint32_t)o->kids[i]->v.i32;
@@ -145,9 +189,16 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 			(unsigned long long)g->gid);
 		return OXR_OK;
 	}
-	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size)
+	failed = (int32_t)v[4];
+	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size || failed < -1 || failed >= g->size)
 		goto bad;
-	if (v[2] == g->epoch) {
+	if (v[2] == g->epoch && failed >= 0 && !g->revoked) {
+		g->revoke_failed = failed;
+		oxr_revoke_local(g, l->peer, (int)v[3], "rank %d failed (seen by rank %d; the group "
+				 "is revoked: oxr_group_reset once it is back, or a new group of the "
+				 "survivors)", failed, (int)v[3]);
+		g->revoke_st = OXR_ERR_PEER;
+	} else if (v[2] == g->epoch) {
 		if ((int32_t)v[3] == l->peer)
 			oxr_revoke_local(g, l->peer, l->peer, "group revoked by rank %d (epoch %u)",
 					 l->peer, g->epoch);
@@ -248,6 +299,8 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	}
 	g->epoch++;
 	g->revoked = 0;
+	g->revoke_st = OXR_OK;
+	g->revoke_failed = -1;
 	if (!g->revoke_next)
 		g->revoke_msg[0] = 0;
 	st = oxr_windows_rekey(g, timeout_ms);

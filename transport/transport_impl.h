@@ -77,6 +77,7 @@ struct link {
 	struct vlink *v;        /* verbs: the stream goes over its QP; fd only tells death */
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
+	int bye;                /* the peer said it leaves: its end is no failure */
 };
 
 struct listener {
@@ -108,6 +109,9 @@ struct oxr_group {
 	int hold_revoke;        /* a wait that must finish its bytes whatever happens */
 	int revoke_next;        /* a revoke of the epoch the running reset leads to */
 	int revoke_origin;      /* its origin */
+	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
+	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
+	int destroying;         /* oxr_group_destroy: links end on purpose */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	char revoke_msg[256];
 };
@@ -174,8 +178,13 @@ void oxr_link_note_balls(struct link *l);
  * revoked or failed. */
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* A REVOKE frame from link l. */
+/* A REVOKE or BYE frame from link l. */
 oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* Link l failed (not a peer that said BYE): the group is revoked here and
+ * the revoke forwarded; waits fail with OXR_ERR_PEER naming the rank. */
+void oxr_revoke_failed(oxr_group *g, struct link *l);
+/* Tells every authenticated peer this rank leaves (oxr_group_destroy). */
+void oxr_say_bye(oxr_group *g);
 /* OXR_ERR_REVOKED with the group's revoke message. */
 oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
 /* window.c: after a reset, every window of this rank gets the new epoch
