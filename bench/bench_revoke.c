@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Revoke propagation and reset time (oxr-run -n N bench_revoke [ITERS]).
+ * Each round: every rank waits for a message that never comes, rank 0
+ * revokes, each rank notes when its wait ended (the revoke reached it),
+ * then all reset.  The ranks share one machine, so CLOCK_MONOTONIC is one
+ * clock for all: propagation = last observation - the revoke call; reset =
+ * last reset end - first reset start.  Rank 0 prints medians and maxima.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "oxr/oxr.h"
+#include "oxr/boot.h"
+#include "oxr/transport.h"
+
+static void die(const char *what, oxr_status_t st)
+{
+	fprintf(stderr, "bench_revoke: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
+	exit(1);
+}
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 1 ? atoi(argv[1]) : 50, it, rank, n, p;
+	oxr_boot *b;
+	oxr_ctx *c;
+	oxr_group *g;
+	oxr_arena *a;
+	oxr_status_t st;
+	double *prop, *reset;
+
+	if ((st = oxr_boot_open(&b)) || (st = oxr_ctx_create(&c)) || (st = oxr_group_boot(c, b, &g)) ||
+	    (st = oxr_arena_create(&a)))
+		die("start", st);
+	rank = oxr_group_rank(g);
+	n = oxr_group_size(g);
+	prop = calloc((size_t)iters, sizeof(*prop));
+	reset = calloc((size_t)iters, sizeof(*reset));
+	if (n < 2 || iters < 1 || !prop || !reset) {
+		fprintf(stderr, "bench_revoke: needs 2 or more ranks and ITERS >= 1\n");
+		return 2;
+	}
+	for (it = 0; it < iters; it++) {
+		double t[3], t0 = 0; /* observed, reset start, reset end */
+		oxr_rmsg *m = NULL;
+		if ((st = oxr_boot_barrier(b)))
+			die("barrier", st);
+		if (rank == 0) {
+			t0 = now_us();
+			oxr_group_revoke(g);
+			t[0] = t0;
+		} else {
+			st = oxr_recv(g, 0, 10000, &m);
+			t[0] = now_us();
+			if (st != OXR_ERR_REVOKED)
+				die("the wait did not end with the revoke", st);
+		}
+		t[1] = now_us();
+		if ((st = oxr_group_reset(g, 10000)))
+			die("reset", st);
+		t[2] = now_us();
+		if (rank) {
+			oxr_ox_msg out = { .tag = OXR_OX_DATA };
+			oxr_arena_reset(a);
+			out.cmo = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, t, sizeof(t));
+			if ((st = oxr_send(g, 0, &out)))
+				die("send", st);
+		} else {
+			double last = t[0], first = t[1], end = t[2];
+			for (p = 1; p < n; p++) {
+				double u[3];
+				if ((st = oxr_recv(g, p, 10000, &m)))
+					die("recv", st);
+				memcpy(u, m->msg.cmo->data, sizeof(u));
+				oxr_rmsg_free(m);
+				last = u[0] > last ? u[0] : last;
+				first = u[1] < first ? u[1] : first;
+				end = u[2] > end ? u[2] : end;
+			}
+			prop[it] = last - t0;
+			reset[it] = end - first;
+		}
+	}
+	if (rank == 0) {
+		qsort(prop, (size_t)iters, sizeof(*prop), cmp);
+		qsort(reset, (size_t)iters, sizeof(*reset), cmp);
+		printf("revoke %-5s ranks %3d  rounds %4d  propagation median %9.1f us max %9.1f us  "
+		       "reset median %9.1f us max %9.1f us\n", oxr_ctx_transport(c), n, iters,
+		       prop[iters / 2], prop[iters - 1], reset[iters / 2], reset[iters - 1]);
+	}
+	free(prop);
+	free(reset);
+	oxr_arena_destroy(a);
+	oxr_group_destroy(g);
+	oxr_ctx_destroy(c);
+	oxr_boot_close(b);
+	return 0;
+}
