@@ -91,3 +91,14 @@ void pair_windows(struct pair *p, uint32_t id, struct win_arg *wa, void *abase, 
 	cr_assert_eq(wa->st, OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
 }
+
+void verbs_pair(struct pair *p)
+{
+	setenv("OXR_TRANSPORT", "verbs", 1);
+	make_pair(p, 2, "little", "little");
+	cr_assert_eq(link_up(p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(p->st_accept, OXR_OK, "%s", p->err_accept);
+	cr_assert_str_eq(oxr_ctx_transport(p->ca), "verbs");
+	cr_assert_str_eq(oxr_link_transport(p->a, 1), "verbs");
+	cr_assert_str_eq(oxr_link_transport(p->b, 0), "verbs");
+}

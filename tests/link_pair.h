@@ -27,6 +27,9 @@ void *acceptor(void *arg);
 /* Runs accept in a thread and connect here; returns connect's status. */
 oxr_status_t link_up(struct pair *p, int mode);
 
+/* A pair linked with OXR_TRANSPORT=verbs, checked to be on verbs both ways. */
+void verbs_pair(struct pair *p);
+
 /* A window being created by one rank of a pair. */
 struct win_arg {
 	oxr_group *g;

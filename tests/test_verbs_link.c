@@ -26,16 +26,6 @@
 
 TestSuite(verbs, .timeout = 600);
 
-static void verbs_pair(struct pair *p)
-{
-	setenv("OXR_TRANSPORT", "verbs", 1);
-	make_pair(p, 2, "little", "little");
-	cr_assert_eq(link_up(p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(p->st_accept, OXR_OK, "%s", p->err_accept);
-	cr_assert_str_eq(oxr_ctx_transport(p->ca), "verbs");
-	cr_assert_str_eq(oxr_link_transport(p->a, 1), "verbs");
-	cr_assert_str_eq(oxr_link_transport(p->b, 0), "verbs");
-}
 
 static uint64_t fnv(const uint8_t *b, size_t n, uint64_t h)
 {

@@ -417,6 +417,12 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		return errno == EINTR ? OXR_OK : oxr_err(OXR_ERR_IO, "epoll_wait: %s", strerror(errno));
 	for (i = 0; i < n; i++) {
 		struct link *l;
+		if (ev[i].data.u32 == OXR_EPOLL_ASYNC) {
+#ifdef OXR_HAVE_VERBS
+			oxr_vgroup_async(g);
+#endif
+			continue;
+		}
 		if (ev[i].data.u32 == OXR_EPOLL_CQ) {
 #ifdef OXR_HAVE_VERBS
 			int got;

@@ -28,8 +28,10 @@ struct oxr_ctx {
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 };
 
-/* The epoll key of the group's completion channel (links use their rank). */
+/* The epoll keys of the group's completion channel and of the device's
+ * async events (links use their rank). */
 #define OXR_EPOLL_CQ 0xffffffffu
+#define OXR_EPOLL_ASYNC 0xfffffffeu
 
 void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -168,6 +168,7 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 			       "(memlock limit? see ulimit -l)", per_link, dev(g)->name, strerror(e));
 	}
 	fcntl(vg->ch->fd, F_SETFL, fcntl(vg->ch->fd, F_GETFL) | O_NONBLOCK);
+	ev.data.u32 = OXR_EPOLL_CQ;
 	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, vg->ch->fd, &ev)) {
 		int e = errno;
 		ibv_destroy_cq(vg->cq);
@@ -175,9 +176,66 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 		free(vg);
 		return oxr_err(OXR_ERR_IO, "verbs: epoll_ctl: %s", strerror(e));
 	}
+	/* QP fatal, port down, device fatal: the device says so on its async
+	 * fd, and the links fail at once instead of after the QP's retries */
+	fcntl(dev(g)->verbs->async_fd, F_SETFL, fcntl(dev(g)->verbs->async_fd, F_GETFL) | O_NONBLOCK);
+	ev.data.u32 = OXR_EPOLL_ASYNC;
+	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, dev(g)->verbs->async_fd, &ev) && errno != EEXIST)
+		oxr_log(g->ctx, OXR_LOG_WARN, "verbs: watching %s's async events: %s (a port that "
+			"goes down is then noticed by the QP's retries)", dev(g)->name, strerror(errno));
 	g->vg = vg;
 	*out = vg;
 	return OXR_OK;
+}
+
+/* Every verbs link of g fails with why (the port or the device went). */
+static void fail_all(oxr_group *g, const char *why)
+{
+	int p;
+
+	for (p = 0; p < g->size; p++)
+		if (g->links[p].v && g->links[p].state == LINK_OPEN)
+			oxr_link_fail(g, &g->links[p], OXR_ERR_PEER, "verbs link to rank %d (%s): %s",
+				      p, g->links[p].addr, why);
+}
+
+void oxr_vgroup_async(oxr_group *g)
+{
+	struct ibv_async_event ev;
+	char why[160];
+	int p;
+
+	while (ibv_get_async_event(dev(g)->verbs, &ev) == 0) {
+		const char *what = ibv_event_type_str(ev.event_type);
+		switch (ev.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_PATH_MIG_ERR:
+			for (p = 0; p < g->size; p++)
+				if (g->links[p].v && g->links[p].v->qp == ev.element.qp &&
+				    g->links[p].state == LINK_OPEN)
+					oxr_link_fail(g, &g->links[p], OXR_ERR_PEER, "verbs link to rank "
+						      "%d (%s): its QP failed (%s)", p, g->links[p].addr,
+						      what);
+			break;
+		case IBV_EVENT_PORT_ERR:
+			if (ev.element.port_num != dev(g)->port)
+				break;
+			snprintf(why, sizeof(why), "port %u of %s went down (%s)", dev(g)->port,
+				 dev(g)->name, what);
+			fail_all(g, why);
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			snprintf(why, sizeof(why), "device %s failed (%s)", dev(g)->name, what);
+			fail_all(g, why);
+			break;
+		default:
+			oxr_log(g->ctx, OXR_LOG_DEBUG, "verbs: %s on %s", what, dev(g)->name);
+			break;
+		}
+		ibv_ack_async_event(&ev);
+	}
 }
 
 void oxr_vgroup_destroy(oxr_group *g)
@@ -189,6 +247,7 @@ void oxr_vgroup_destroy(oxr_group *g)
 	if (vg->unacked)
 		ibv_ack_cq_events(vg->cq, vg->unacked);
 	epoll_ctl(g->epfd, EPOLL_CTL_DEL, vg->ch->fd, NULL);
+	epoll_ctl(g->epfd, EPOLL_CTL_DEL, dev(g)->verbs->async_fd, NULL);
 	ibv_destroy_cq(vg->cq);
 	ibv_destroy_comp_channel(vg->ch);
 	free(vg);

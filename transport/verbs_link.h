@@ -72,6 +72,9 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress);
 /* Before a sleep: arms the completion channel; 1 if something is already
  * there (then do not sleep). */
 int oxr_vgroup_arm(oxr_group *g);
+/* The device's async fd is readable: QP fatal, port down and device fatal
+ * events fail the links they concern. */
+void oxr_vgroup_async(oxr_group *g);
 /* The channel fired (epoll said so): takes the event. */
 void oxr_vgroup_event(oxr_group *g);
 
