@@ -8,6 +8,9 @@
  *   waits for a message from its right neighbour, most of them alive: the
  *   failure revokes the group, so every wait ends with an error naming the
  *   dead rank; a reset then fails saying why.  Prints `rank R: failure ok`.
+ *   revoke_child shrink: rank n/2 dies; the survivors see it, shrink to n-1
+ *   ranks (renumbered, epoch 1), pass a token round the new ring and put
+ *   into a window.  Prints `rank R: shrink ok (now S of N)`.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -62,6 +65,70 @@ static int kill_mode(oxr_group *g, int n)
 	return 0;
 }
 
+/* A token round the ring of g: rank 0 gets back the sum of all ranks. */
+static int ring(oxr_group *g, oxr_arena *a)
+{
+	int r = oxr_group_rank(g), n = oxr_group_size(g);
+	int32_t v = 0;
+	oxr_rmsg *m = NULL;
+	oxr_ox_msg out = { .tag = OXR_OX_DATA };
+
+	if (n == 1)
+		return 0;
+	if (r != 0) {
+		CHECK(oxr_recv(g, r - 1, 20000, &m) == OXR_OK, "ring receive");
+		v = m->msg.cmo->v.i32;
+		oxr_rmsg_free(m);
+	}
+	oxr_arena_reset(a);
+	out.cmo = oxr_cmo_new_int32(a, v + r);
+	CHECK(oxr_send(g, (r + 1) % n, &out) == OXR_OK, "ring send");
+	if (r == 0) {
+		CHECK(oxr_recv(g, n - 1, 20000, &m) == OXR_OK, "ring back");
+		v = m->msg.cmo->v.i32;
+		oxr_rmsg_free(m);
+		CHECK(v == n * (n - 1) / 2, "the ring sum is %d", v);
+	}
+	return 0;
+}
+
+static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
+{
+	int dead = n / 2, old = rank, want;
+	uint8_t mem[64] = { 0 }, x[8];
+	oxr_rmsg *m = NULL;
+	oxr_win *w;
+	oxr_win_note note;
+
+	if (rank == dead) {
+		usleep(200000);
+		raise(SIGKILL);
+	}
+	CHECK(oxr_recv(g, (rank + 1) % n, 20000, &m) == OXR_ERR_PEER, "the failure is seen");
+	CHECK(oxr_win_create(g, 5, mem, sizeof(mem), 20000, &w) == OXR_ERR_PEER,
+	      "a revoked group makes no window");
+	CHECK(oxr_group_shrink(g, 20000) == OXR_OK, "shrink");
+	rank = oxr_group_rank(g);
+	want = old < dead ? old : old - 1;
+	CHECK(rank == want && oxr_group_size(g) == n - 1, "rank %d of %d, not %d of %d", rank,
+	      oxr_group_size(g), want, n - 1);
+	CHECK(oxr_group_epoch(g) == 1 && !oxr_group_revoked(g, NULL), "epoch 1, not revoked");
+	if (ring(g, a))
+		return 1;
+	/* windows: one made after the shrink, each rank puts its number to the next */
+	CHECK(oxr_win_create(g, 5, mem, sizeof(mem), 20000, &w) == OXR_OK, "window");
+	if (n - 1 > 1) {
+		memset(x, rank + 1, sizeof(x));
+		CHECK(oxr_put(g, (rank + 1) % (n - 1), 5, 8, x, sizeof(x), 7) == OXR_OK, "put");
+		CHECK(oxr_win_wait(w, 20000, &note) == OXR_OK, "the neighbour's put");
+		CHECK(note.peer == (rank + n - 2) % (n - 1) && mem[8] == note.peer + 1,
+		      "put from %d landed %d", note.peer, mem[8]);
+	}
+	printf("rank %d: shrink ok (now %d of %d)\n", old, rank, oxr_group_size(g));
+	oxr_win_destroy(w);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	oxr_boot *b;
@@ -80,6 +147,11 @@ int main(int argc, char **argv)
 	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	last = n - 1;
+	if (argc > 1 && !strcmp(argv[1], "shrink")) {
+		int rc = shrink_mode(g, a, n);
+		oxr_group_destroy(g);
+		return rc;
+	}
 	if (argc > 1 && !strcmp(argv[1], "kill")) {
 		int rc = kill_mode(g, n);
 		oxr_group_destroy(g);

@@ -5,7 +5,8 @@
  * processes under oxr-run (tests/revoke_child.c): a revoke fails pending
  * and later operations with OXR_ERR_REVOKED naming who revoked, floods the
  * group once, and a reset gives a new epoch where nothing of the old one
- * is delivered: no message, no put, no revoke.
+ * is delivered: no message, no put, no revoke; a killed rank revokes the
+ * group for every survivor, and the survivors shrink to a working group.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -297,6 +298,34 @@ Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
 				     r.err);
 		}
 		cr_log_info("%d ranks:\n%s", n, r.out);
+		run_free(&r);
+	}
+}
+
+/* The survivors of a killed rank shrink to a renumbered group in epoch 1,
+ * where a ring and puts into a new window work. */
+Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
+{
+	int n;
+
+	for (n = 2; n <= 8; n += 3) {
+		char nbuf[16], line[64];
+		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "shrink", NULL };
+		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		struct run r;
+		int i;
+
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		r = spawn_run(argv, env, NULL, 120);
+		cr_assert(strstr(r.err, "killed by signal 9"), "%s", r.err);
+		for (i = 0; i < n; i++) {
+			if (i == n / 2)
+				continue;
+			snprintf(line, sizeof(line), "rank %d: shrink ok (now %d of %d)", i,
+				 i < n / 2 ? i : i - 1, n - 1);
+			cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s\nstderr:\n%s", line, r.out,
+				     r.err);
+		}
 		run_free(&r);
 	}
 }

@@ -57,6 +57,7 @@ void oxr_group_destroy(oxr_group *g)
 		close(g->lis[i].fd);
 	free(g->lis);
 	oxr_windows_free(g);
+	free(g->sh_commit);
 	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
 	free(g->links);

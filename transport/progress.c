@@ -225,6 +225,8 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	oxr_decoder_destroy(l->dec);
 	oxr_arena_destroy(l->arena);
 	free(l->rbuf);
+	free(l->sh_map[0]);
+	free(l->sh_map[1]);
 	destroy_v(g, l->v);
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
@@ -336,7 +338,9 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			int32_t tag = oxr_decoder_msg(l->dec)->tag;
 			st = tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE
 				     ? oxr_revoke_frame(g, l, oxr_decoder_msg(l->dec))
-				     : oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
+				     : tag == OXR_OX_PRIVATE_SHRINK
+					       ? oxr_shrink_frame(g, l, oxr_decoder_msg(l->dec))
+					       : oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
 			oxr_arena_reset(l->arena);
 			if (st < 0) {
 				oxr_link_fail(g, l, st, "%s", oxr_errmsg());

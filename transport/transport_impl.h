@@ -80,6 +80,8 @@ struct link {
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 	int bye;                /* the peer said it leaves: its end is no failure */
+	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
+	int sh_round[2];        /* their round + 1 (0: none) */
 };
 
 struct listener {
@@ -114,6 +116,8 @@ struct oxr_group {
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
 	int destroying;         /* oxr_group_destroy: links end on purpose */
+	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
+	int sh_closed;          /* shrink: decided here, late frames are dropped */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	char revoke_msg[256];
 };
@@ -193,6 +197,10 @@ oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
  * (and, on verbs, a new registration: the old rkey dies) and its new
  * descriptor goes to the peers; then waits for theirs. */
 oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
+/* shrink.c: a SHRINK frame from link l. */
+oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* window.c: forgets every peer's window descriptor (a shrink renumbers). */
+void oxr_windows_forget_peers(oxr_group *g);
 /* Drops the landed-put notes of every window (a revoke). */
 void oxr_windows_drop_notes(oxr_group *g);
 /* window.c: a private window frame (descriptor or put) from link l. */

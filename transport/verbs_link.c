@@ -415,6 +415,11 @@ oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 	return OXR_OK;
 }
 
+void oxr_vlink_renumber(struct vlink *v, int peer)
+{
+	v->peer = peer; /* new WRs say so; those posted before are found by QP number */
+}
+
 struct ibv_qp *oxr_vlink_qp(struct vlink *v) { return v->qp; }
 
 oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
@@ -963,19 +968,32 @@ void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
 		(void)oxr_progress_until(g, drained, l, timeout_ms);
 }
 
-static void completion(oxr_group *g, const struct ibv_wc *wc, int *rd, int *wr)
+/* The link a completion is for: the rank in its wr_id names it, unless the
+ * group was renumbered since the WR was posted (a shrink: receives posted
+ * before it still carry the old rank), so the QP number decides. */
+static int wc_peer(oxr_group *g, const struct ibv_wc *wc)
 {
-	int peer = WR_PEER(wc->wr_id);
+	int peer = WR_PEER(wc->wr_id), p;
+
+	if (peer >= 0 && peer < g->size && g->links[peer].v &&
+	    g->links[peer].v->qp->qp_num == wc->qp_num)
+		return peer;
+	for (p = 0; p < g->size; p++)
+		if (g->links[p].v && g->links[p].v->qp->qp_num == wc->qp_num)
+			return p;
+	return -1; /* of a QP already gone */
+}
+
+static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd, int *wr)
+{
 	struct link *l;
 	struct vlink *v;
 
 	*rd = *wr = 0;
-	if (peer < 0 || peer >= g->size)
+	if (peer < 0)
 		return;
 	l = &g->links[peer];
 	v = l->v;
-	if (!v || wc->qp_num != v->qp->qp_num)
-		return; /* of a QP already gone */
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR || l->state == LINK_OPEN)
 			oxr_link_fail(g, l, OXR_ERR_PEER, "verbs link to rank %d (%s) failed: %s "
@@ -1042,7 +1060,7 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int *rd, int *wr)
 oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 {
 	struct ibv_wc wc[32];
-	int n, i, j, rd, wr;
+	int n, i, j, rd, wr, peers[32];
 	uint8_t want[32];
 
 	*progress = 0;
@@ -1052,21 +1070,23 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	if (n < 0)
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
 	for (i = 0; i < n; i++) {
-		completion(g, &wc[i], &rd, &wr);
+		peers[i] = wc_peer(g, &wc[i]);
+		completion(g, &wc[i], peers[i], &rd, &wr);
 		want[i] = (uint8_t)(rd | wr << 1);
 	}
 	/* then move each link once, however many of its completions came */
 	for (i = 0; i < n; i++) {
-		int peer = WR_PEER(wc[i].wr_id);
+		int peer = peers[i];
 		uint8_t w = want[i];
-		if (peer < 0 || peer >= g->size)
+		if (peer < 0)
 			continue;
 		for (j = i + 1; j < n; j++)
-			if (WR_PEER(wc[j].wr_id) == peer) {
+			if (peers[j] == peer) {
 				w |= want[j];
 				want[j] = 0;
 			}
-		if (g->links[peer].state == LINK_OPEN && g->links[peer].v->fin_owed)
+		if (g->links[peer].state == LINK_OPEN && g->links[peer].v &&
+		    g->links[peer].v->fin_owed)
 			post_fin(g, &g->links[peer]);
 		if ((w & 1) && g->links[peer].state == LINK_OPEN)
 			oxr_link_read(g, &g->links[peer]);

@@ -30,6 +30,8 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 				  const uint8_t offer[OXR_VOFFER_BYTES]);
 struct ibv_qp *oxr_vlink_qp(struct vlink *v);
+/* The link's peer has a new rank (a shrink renumbered the group). */
+void oxr_vlink_renumber(struct vlink *v, int peer);
 /* verbs_cm.c: the same, with the QP connected by librdmacm on IP addresses
  * instead of by the offer's QPN/GID (OXR_VERBS_CM=rdmacm).  The acceptor of
  * the TCP link listens and tells the connector where, over fd. */

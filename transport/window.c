@@ -431,15 +431,20 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	return OXR_OK;
 }
 
-void oxr_windows_free(oxr_group *g)
+void oxr_windows_forget_peers(oxr_group *g)
 {
 	struct rwin *r, *rn;
 
-	while (g->wins)
-		oxr_win_destroy(g->wins);
 	for (r = g->rwins; r; r = rn) {
 		rn = r->next;
 		free(r);
 	}
 	g->rwins = NULL;
+}
+
+void oxr_windows_free(oxr_group *g)
+{
+	while (g->wins)
+		oxr_win_destroy(g->wins);
+	oxr_windows_forget_peers(g);
 }

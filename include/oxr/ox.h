@@ -25,18 +25,20 @@ enum oxr_ox_tag {
 	OXR_OX_LOCAL_OBJECT_ASIR = 0x7fcdef30,
 	/* oxr's own, in the OX_PRIVATE range, only on OXR_LINK_AUTH links; the
 	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put; a
-	 * group's revoke; a rank leaving the group on purpose. */
+	 * group's revoke; a rank leaving the group on purpose; a shrink. */
 	OXR_OX_PRIVATE_WIN = 0x7fff0101,
 	OXR_OX_PRIVATE_PUT = 0x7fff0102,
 	OXR_OX_PRIVATE_REVOKE = 0x7fff0103,
 	OXR_OX_PRIVATE_BYE = 0x7fff0104,
+	OXR_OX_PRIVATE_SHRINK = 0x7fff0105,
 };
 
 /* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
 static inline int oxr_ox_has_cmo(int32_t tag)
 {
 	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
-	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE;
+	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE ||
+	       tag == OXR_OX_PRIVATE_SHRINK;
 }
 
 enum oxr_sm {

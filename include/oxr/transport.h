@@ -213,6 +213,17 @@ uint64_t oxr_group_id(const oxr_group *g);
  * OXR_ERR_PEER when a linked rank has failed.
  */
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
+/*
+ * ULFM's shrink, in place, collective over the survivors: they agree on
+ * who is alive (ranks whose links are open, agreed by a flooding round
+ * protocol), close the links to the others, take new ranks 0..n'-1 in their
+ * old order (oxr_group_size and oxr_group_rank change), and reset into a
+ * new epoch.  Requests, windows' peers and collective objects made before
+ * refer to the old numbering: windows stay (re-keyed), the rest is to be
+ * made again.  A rank that dies during the shrink fails the new group:
+ * shrink again.
+ */
+oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms);
 
 /* Moves every link forward without blocking (reads, writes, completions). */
 oxr_status_t oxr_group_progress(oxr_group *g);

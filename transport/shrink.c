@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shrink (ULFM's MPI_Comm_shrink, done in place): the survivors of a
+ * failure agree on who they are and become the group, renumbered 0..n'-1
+ * in their old order, in a new epoch.
+ *
+ * Agreement floods over the links, with the link state as the failure
+ * detector.  Round r: each rank sends PROPOSE(r, alive) to every rank in
+ * alive (itself and the ranks whose links are open) and waits for round r
+ * from each of them or for their links to fail.  If every proposal equals
+ * its own and no link failed, it decides alive and sends COMMIT(alive);
+ * otherwise alive becomes the intersection of what came, minus the failed,
+ * and round r + 1 starts.  A COMMIT ends the protocol with its set at once.
+ *
+ * Invariant: all deciders decide the same set.  Each rank sends one set
+ * per round to all, so a rank that decides in round r saw the same set S
+ * from everyone in S, and every other rank either decides S in round r or
+ * saw a failure the decider did not (a rank that died in the middle of its
+ * sends) and is in round r + 1, waiting for a proposal the decider will not
+ * send: the decider's COMMIT reaches it first and it adopts S.  A member of
+ * S that died meanwhile fails the new group at once (failure detection),
+ * and the survivors shrink again.
+ *
+ * Then the links to ranks outside the set close, the others are moved to
+ * their new numbers, and a reset (an OX_SYNC_BALL on every link, the new
+ * epoch, windows re-keyed) keeps anything of the old epoch out of the new.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "oxr_internal.h"
+#include "transport_impl.h"
+#ifdef OXR_HAVE_VERBS
+#include "verbs_link.h"
+#endif
+
+enum { PROPOSE = 0, COMMIT = 1 };
+
+static size_t map_bytes(const oxr_group *g) { return ((size_t)g->size + 7) / 8; }
+static int has(const uint8_t *m, int r) { return m[r / 8] >> (r % 8) & 1; }
+static void drop_rank(uint8_t *m, int r) { m[r / 8] &= (uint8_t)~(1u << (r % 8)); }
+
+static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, const uint8_t *map)
+{
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_SHRINK };
+	struct sendop *op;
+	oxr_status_t st;
+	int i;
+
+	oxr_arena_reset(g->scratch);
+	m.cmo = oxr_cmo_new_list(g->scratch, 4);
+	for (i = 0; m.cmo && i < 3; i++)
+		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, i == 0 ? (int32_t)g->epoch
+								   : i == 1 ? round : kind)))
+			m.cmo = NULL;
+	if (m.cmo && !(m.cmo->kids[3] = oxr_cmo_new_bytes(g->scratch, OXR_CMO_DATUM, map,
+							  map_bytes(g))))
+		m.cmo = NULL;
+	if (!m.cmo)
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	if ((st = oxr_queue_send(g, peer, &m, NULL, &op)))
+		return st;
+	op->orphan = op->internal = 1;
+	if (op->done) {
+		free(op->mem);
+		free(op);
+	}
+	return OXR_OK;
+}
+
+oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
+{
+	const oxr_cmo *o = m->cmo;
+	int32_t epoch, round, kind;
+	uint8_t **slot;
+	int i;
+
+	if (l->mode != OXR_LINK_AUTH)
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr shrink on an OpenXM link", l->peer);
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 4 || o->kids[3]->tag != OXR_CMO_DATUM)
+		goto bad;
+	for (i = 0; i < 3; i++)
+		if (o->kids[i]->tag != OXR_CMO_INT32)
+			goto bad;
+	epoch = o->kids[0]->v.i32;
+	round = o->kids[1]->v.i32;
+	kind = o->kids[2]->v.i32;
+	/* after this rank decided, what still comes of that agreement is late:
+	 * it precedes the peers' reset balls, and the group has new numbers */
+	if ((uint32_t)epoch != g->epoch || g->sh_closed) {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a shrink of epoch %d from rank %d dropped",
+			g->rank, epoch, l->peer);
+		return OXR_OK;
+	}
+	if (round < 0 || (kind != PROPOSE && kind != COMMIT) || o->kids[3]->len != map_bytes(g))
+		goto bad;
+	slot = kind == COMMIT ? &g->sh_commit : &l->sh_map[round & 1];
+	if (kind == COMMIT && *slot)
+		return OXR_OK; /* the first decision is the decision */
+	if (!*slot && !(*slot = malloc(map_bytes(g))))
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	memcpy(*slot, o->kids[3]->data, map_bytes(g));
+	if (kind == PROPOSE)
+		l->sh_round[round & 1] = round + 1; /* 0: nothing yet */
+	return OXR_OK;
+bad:
+	return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed shrink", l->peer);
+}
+
+struct round_wait {
+	oxr_group *g;
+	const uint8_t *alive;
+	int round;
+};
+
+static int round_done(void *arg)
+{
+	struct round_wait *x = arg;
+	oxr_group *g = x->g;
+	int p;
+
+	if (g->sh_commit)
+		return 1;
+	for (p = 0; p < g->size; p++)
+		if (p != g->rank && has(x->alive, p) && g->links[p].state == LINK_OPEN &&
+		    g->links[p].sh_round[x->round & 1] != x->round + 1)
+			return 0;
+	return 1;
+}
+
+static void free_shrink_state(oxr_group *g)
+{
+	int p;
+
+	for (p = 0; p < g->size; p++) {
+		free(g->links[p].sh_map[0]);
+		free(g->links[p].sh_map[1]);
+		g->links[p].sh_map[0] = g->links[p].sh_map[1] = NULL;
+		g->links[p].sh_round[0] = g->links[p].sh_round[1] = 0;
+	}
+	free(g->sh_commit);
+	g->sh_commit = NULL;
+}
+
+/* The agreed set into alive. */
+static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
+{
+	int round, p;
+	oxr_status_t st;
+
+	for (round = 0;; round++) {
+		struct round_wait x = { g, alive, round };
+		int same = 1;
+		for (p = 0; p < g->size; p++)
+			if (p != g->rank && has(alive, p) && g->links[p].state == LINK_OPEN &&
+			    (st = send_shrink(g, p, round, PROPOSE, alive)))
+				return st;
+		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
+			return st;
+		if (g->sh_commit) {
+			memcpy(alive, g->sh_commit, map_bytes(g));
+			break;
+		}
+		for (p = 0; p < g->size; p++) {
+			struct link *l = &g->links[p];
+			const uint8_t *theirs = l->sh_map[round & 1];
+			size_t i;
+			if (p == g->rank || !has(alive, p))
+				continue;
+			if (l->state != LINK_OPEN) {
+				drop_rank(alive, p);
+				same = 0;
+				continue;
+			}
+			for (i = 0; i < map_bytes(g); i++)
+				if (theirs[i] != alive[i]) {
+					same = 0;
+					alive[i] &= theirs[i];
+				}
+		}
+		if (same) {
+			for (p = 0; p < g->size; p++)
+				if (p != g->rank && has(alive, p) && g->links[p].state == LINK_OPEN)
+					(void)send_shrink(g, p, round, COMMIT, alive);
+			break;
+		}
+	}
+	if (!has(alive, g->rank))
+		return oxr_err(OXR_ERR_PEER, "shrink: the other survivors left rank %d out",
+			       g->rank);
+	return OXR_OK;
+}
+
+/* Moves the links of the ranks in alive to their new numbers. */
+static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
+{
+	struct link *nl;
+	int p, n = 0, me = 0;
+
+	for (p = 0; p < g->size; p++)
+		if (has(alive, p))
+			n++;
+	nl = calloc((size_t)n, sizeof(*nl));
+	if (!nl)
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory for %d ranks", n);
+	g->tcp_links = 0;
+	for (p = 0, n = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		if (!has(alive, p)) {
+			oxr_link_close(g, l);
+			continue;
+		}
+		if (p == g->rank) {
+			me = n;
+			nl[n].fd = -1;
+		} else {
+			nl[n] = *l;
+			nl[n].peer = n;
+			if (nl[n].fd >= 0) {
+				struct epoll_event ev = { .events = nl[n].events, .data.u32 = (uint32_t)n };
+				epoll_ctl(g->epfd, EPOLL_CTL_MOD, nl[n].fd, &ev);
+			}
+#ifdef OXR_HAVE_VERBS
+			if (nl[n].v)
+				oxr_vlink_renumber(nl[n].v, n);
+#endif
+			if (nl[n].state == LINK_OPEN && !nl[n].v)
+				g->tcp_links++;
+		}
+		n++;
+	}
+	free(g->links);
+	g->links = nl;
+	g->size = n;
+	g->rank = me;
+	oxr_windows_forget_peers(g); /* their descriptors name old ranks */
+	return OXR_OK;
+}
+
+oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
+{
+	size_t nb = map_bytes(g);
+	uint8_t *alive = calloc(1, nb);
+	int p, old = g->rank;
+	oxr_status_t st;
+
+	if (!alive)
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	for (p = 0; p < g->size; p++)
+		if (p == g->rank || g->links[p].state == LINK_OPEN)
+			alive[p / 8] |= (uint8_t)(1u << (p % 8));
+	g->resetting++; /* a revoked group may still agree */
+	st = agree(g, alive, timeout_ms);
+	g->resetting--;
+	free_shrink_state(g);
+	if (st == OXR_OK) {
+		g->sh_closed = 1;
+		st = renumber(g, alive);
+	}
+	free(alive);
+	if (st == OXR_OK) {
+		oxr_log(g->ctx, OXR_LOG_INFO, "group shrunk: rank %d is now %d of %d", old, g->rank,
+			g->size);
+		st = oxr_group_reset(g, timeout_ms);
+	}
+	g->sh_closed = 0;
+	return st;
+}
