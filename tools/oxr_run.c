@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * oxr-run -n N [--timeout SECONDS] [--] PROGRAM ARGS...
+ * oxr-run -n N [--timeout SECONDS] [--survive] [--] PROGRAM ARGS...
  *
  * Starts N copies of PROGRAM on this machine as ranks 0..N-1 and is their
  * rendezvous for the oxr-run bootstrap (environment and protocol: the top
  * of transport/boot_run.c).  One thread, one poll loop: it serves every
  * rank's connection, reaps the ranks, and stops the whole run as soon as
- * one of them fails, so that no other rank waits for it forever.
+ * one of them fails, so that no other rank waits for it forever (with
+ * --survive it only says so: programs that recover from a failure go on).
  */
 #define _GNU_SOURCE /* accept4, pipe2, POLLRDHUP */
 #include <arpa/inet.h>
@@ -40,7 +41,7 @@
 #define TOLD_GRACE_MS 1000 /* from a rank's failure to SIGTERM to the others */
 
 static const char usage_text[] =
-	"usage: oxr-run -n N [--timeout SECONDS] [--] PROGRAM [ARGS...]\n"
+	"usage: oxr-run -n N [--timeout SECONDS] [--survive] [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 4096),\n"
 	"and serves their oxr bootstrap: oxr_boot_open() in each copy joins the group.\n"
@@ -48,6 +49,9 @@ static const char usage_text[] =
 	"\n"
 	"  -n N               how many ranks\n"
 	"  --timeout SECONDS  stop everything after this long (default: no limit)\n"
+	"  --survive          a failed rank is reported, the others go on (for programs\n"
+	"                     that recover: oxr_group_shrink); the exit status is still\n"
+	"                     the first failure's\n"
 	"\n"
 	"Exit status: 0 every rank exited 0; 1 a rank or the rendezvous failed;\n"
 	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"
@@ -85,6 +89,8 @@ struct oxrun {
 	int termed, killed;      /* SIGTERM, SIGKILL sent */
 	int64_t term_at, kill_at, deadline, grace_at;
 	long timeout_s;
+	int survive;             /* --survive: a failure is reported, the rest go on */
+	int failed_code;         /* with --survive: the first failure's status */
 };
 
 static int64_t now_ms(void)
@@ -562,7 +568,9 @@ static void reap(struct oxrun *o)
 	}
 	/* The others learn of it from the rendezvous or from their broken links
 	 * and are on their way out: a moment for them to say what they saw. */
-	if (code)
+	if (code && o->survive && !o->failed_code)
+		o->failed_code = code;
+	else if (code && !o->survive)
 		stop(o, code, first, TOLD_GRACE_MS);
 	progress(o);
 }
@@ -674,6 +682,10 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 		}
 		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
 			return -2;
+		if (!strcmp(a, "--survive")) {
+			o->survive = 1;
+			continue;
+		}
 		if (!strncmp(a, "--timeout=", 10)) {
 			v = a + 10;
 		} else if (!strcmp(a, "-n") || !strcmp(a, "--timeout")) {
@@ -869,5 +881,5 @@ int main(int argc, char **argv)
 		stop(&o, code, "oxr-run could not start every rank", 0);
 	serve(&o);
 	cleanup(&o);
-	return o.stopping ? o.code : o.broken;
+	return o.stopping ? o.code : o.failed_code ? o.failed_code : o.broken;
 }

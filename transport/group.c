@@ -238,6 +238,11 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	g->hold_revoke++;
 	st = oxr_progress_until(g, send_done, op, -1);
 	g->hold_revoke--;
+	/* most sends complete at once, without a wait that reads the links: a
+	 * rank that only sends looks at them now and then, or it would never
+	 * hear of a failure or a revoke */
+	if (st == OXR_OK && !(++g->quiet_sends & 15))
+		(void)oxr_progress_once(g, 0);
 	if (st && !op->done) /* the engine itself failed: give up the link, not the memory */
 		oxr_link_fail(g, &g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
 	if (st == OXR_OK)

@@ -106,6 +106,7 @@ struct oxr_group {
 	struct vgroup *vg;      /* verbs: the CQ of every verbs link */
 	int tcp_links;          /* open links whose stream is a socket */
 	unsigned spins;         /* spinning rounds, to look at sockets now and then */
+	unsigned quiet_sends;   /* blocking sends done, to read the links now and then */
 	/* revoke and reset (revoke.c) */
 	uint64_t gid;           /* with the epoch, what a revoke names */
 	int revoked;            /* in the current epoch */

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oxr_barrier: the barrier cores (barrier_core.h) driven over one-sided
+ * writes.  Each rank's window holds 2 slots per sender (barrier number
+ * parity), so concurrent writes of different senders, and a sender's
+ * writes of two overlapping barriers, never share bytes.
+ *
+ * Invariant: when a note is taken, the slot it names holds the write it
+ * announces or a later one from the same sender (puts land in order per
+ * sender), and a later one is of a later barrier in the other slot's
+ * parity, or of barrier s+2, which its sender can only reach after this
+ * rank took barrier s's write; so reading the slot at note time never
+ * loses a write, and reading a slot twice is harmless (the cores' ORs
+ * and round marks are idempotent).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "oxr/barrier.h"
+#include "oxr_internal.h"
+#include "barrier_core.h"
+
+#define BAR_WIN_BASE 0x6f780100u /* window ids 0x6f7801xx are the barriers' */
+#define BAR_SPIN_DEFAULT 1000
+#define BAR_SLICE_MS 50 /* how often a quiet wait looks at its peers' links */
+
+struct oxr_barrier {
+	oxr_group *g;
+	oxr_win *w;
+	uint32_t id;
+	bar_core c;
+	uint8_t *mem;
+	size_t slot, len;
+	long spin_us;
+	oxr_barrier_counts st;
+	uint64_t *rbits; /* an arriving bitmap, copied out of the slot */
+	uint8_t *sbuf;   /* a request being written: header and register */
+	char why[256];   /* the sticky failure */
+	oxr_status_t err;
+};
+
+static unsigned next_instance;
+
+const char *oxr_barrier_algo_name(int algo)
+{
+	return algo == OXR_BARRIER_BITMAP ? "bitmap"
+	       : algo == OXR_BARRIER_DISSEMINATION ? "dissemination" : "default";
+}
+
+int oxr_barrier_algo(const oxr_barrier_t *b)
+{
+	return b->c.algo == BAR_ALG_BITMAP ? OXR_BARRIER_BITMAP : OXR_BARRIER_DISSEMINATION;
+}
+
+static oxr_status_t pick_algo(int algo, int *out)
+{
+	const char *e = getenv("OXR_BARRIER");
+
+	if (algo == OXR_BARRIER_BITMAP || algo == OXR_BARRIER_DISSEMINATION) {
+		*out = algo;
+		return OXR_OK;
+	}
+	if (algo != OXR_BARRIER_DEFAULT)
+		return oxr_err(OXR_ERR_INVAL, "barrier: unknown algorithm %d", algo);
+	if (!e || !*e || !strcmp(e, "bitmap"))
+		*out = OXR_BARRIER_BITMAP;
+	else if (!strcmp(e, "dissemination"))
+		*out = OXR_BARRIER_DISSEMINATION;
+	else
+		return oxr_err(OXR_ERR_INVAL, "OXR_BARRIER=%s: want bitmap or dissemination", e);
+	return OXR_OK;
+}
+
+static oxr_status_t long_from_env(const char *name, long dflt, long lo, long hi, long *out)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+
+	*out = dflt;
+	if (!e || !*e)
+		return OXR_OK;
+	v = strtol(e, &end, 10);
+	if (*end || v < lo || v > hi)
+		return oxr_err(OXR_ERR_INVAL, "%s=%s: want an integer in %ld..%ld", name, e, lo, hi);
+	*out = v;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
+{
+	oxr_barrier_t *b;
+	oxr_status_t st;
+	int a = OXR_BARRIER_BITMAP, n;
+	long spin, radix;
+
+	if (!g || !out)
+		return oxr_err(OXR_ERR_INVAL, "barrier_create: NULL argument");
+	if ((st = pick_algo(algo, &a)) ||
+	    (st = long_from_env("OXR_COLL_SPIN_US", BAR_SPIN_DEFAULT, 0, 10000000, &spin)) ||
+	    (st = long_from_env("OXR_BARRIER_RADIX", 2, 2, 64, &radix)))
+		return st;
+	n = oxr_group_size(g);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory");
+	b->g = g;
+	b->slot = bar_slot_bytes(n);
+	b->len = b->slot * 2 * (size_t)n;
+	b->mem = calloc(1, b->len);
+	b->rbits = calloc((size_t)(n + 63) / 64, 8);
+	b->sbuf = calloc(1, b->slot);
+	if (!b->mem || !b->rbits || !b->sbuf ||
+	    bar_core_init(&b->c, a == OXR_BARRIER_BITMAP ? BAR_ALG_BITMAP : BAR_ALG_DISSEM, n,
+			  oxr_group_rank(g), (int)radix, oxr_group_epoch(g))) {
+		oxr_barrier_destroy(b);
+		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
+	}
+	b->spin_us = spin;
+	b->id = BAR_WIN_BASE | (next_instance++ & 0xffu);
+	if ((st = oxr_win_create(g, b->id, b->mem, b->len, 60000, &b->w))) {
+		oxr_barrier_destroy(b);
+		return st;
+	}
+	*out = b;
+	return OXR_OK;
+}
+
+void oxr_barrier_destroy(oxr_barrier_t *b)
+{
+	if (!b)
+		return;
+	oxr_win_destroy(b->w);
+	bar_core_free(&b->c);
+	free(b->mem);
+	free(b->rbits);
+	free(b->sbuf);
+	free(b);
+}
+
+oxr_status_t oxr_barrier_stats(const oxr_barrier_t *b, oxr_barrier_counts *out)
+{
+	if (!b || !out)
+		return oxr_err(OXR_ERR_INVAL, "barrier_stats: NULL argument");
+	*out = b->st;
+	out->stale_ignored = b->c.stale;
+	return OXR_OK;
+}
+
+/* The first failure sticks: every later call reports it. */
+static oxr_status_t fail(oxr_barrier_t *b, oxr_status_t code, const char *why)
+{
+	if (!b->err) {
+		b->err = code;
+		snprintf(b->why, sizeof(b->why), "%s", why);
+	}
+	return oxr_err(b->err, "barrier %u (%s) on rank %d of %d: %s", b->c.seq,
+		       oxr_barrier_algo_name(oxr_barrier_algo(b)), b->c.rank, b->c.n, b->why);
+}
+
+/* Sends what the core asked for.  A write that fails is the failure of
+ * its target: the core is told, and its flood of aborts goes out too
+ * (writes to dead ranks among them fail quietly). */
+static oxr_status_t flush(oxr_barrier_t *b)
+{
+	int i, bad = -1;
+
+	for (i = 0; i < b->c.nout; i++) {
+		bar_msg *m = &b->c.out[i];
+		size_t len = sizeof(bar_hdr);
+		uint8_t buf[sizeof(bar_hdr)];
+		const void *src = buf;
+		oxr_status_t st;
+
+		memcpy(buf, &m->h, sizeof(bar_hdr));
+		if (m->with_bits) {
+			/* header and register go as one write */
+			memcpy(b->sbuf, &m->h, sizeof(bar_hdr));
+			memcpy(b->sbuf + sizeof(bar_hdr), b->c.bits, (size_t)b->c.nwords * 8);
+			src = b->sbuf;
+			len = b->slot;
+		}
+		st = oxr_put(b->g, m->to, b->id,
+			     ((uint64_t)b->c.rank * 2 + (m->h.seq & 1)) * b->slot, src, len,
+			     m->h.kind);
+		if (st == OXR_OK) {
+			b->st.puts_sent++;
+			b->st.last_sent++;
+		} else if (st == OXR_ERR_REVOKED) {
+			/* the revoke itself tells every rank: no aborts */
+			b->c.nout = 0;
+			b->c.failed = 1;
+			return fail(b, st, oxr_errmsg());
+		} else if (m->h.kind != BAR_ABORT && bad < 0) {
+			char why[200];
+			bad = m->to;
+			snprintf(why, sizeof(why), "writing to rank %d failed: %s", m->to,
+				 oxr_errmsg());
+			fail(b, OXR_ERR_PEER, why);
+		}
+	}
+	b->c.nout = 0;
+	if (bad >= 0 && !b->c.failed) {
+		bar_core_fail(&b->c, bad);
+		flush(b);
+	}
+	return bad >= 0 ? fail(b, OXR_ERR_PEER, "") : OXR_OK;
+}
+
+static oxr_status_t take(oxr_barrier_t *b, const oxr_win_note *note, int *state)
+{
+	size_t at = (size_t)note->offset;
+	int from = (int)(at / (2 * b->slot));
+	bar_hdr h;
+
+	b->st.puts_received++;
+	b->st.last_received++;
+	if (at % b->slot || from != note->peer || note->len < sizeof(bar_hdr)) {
+		b->c.odd++;
+		return OXR_OK;
+	}
+	memcpy(&h, b->mem + at, sizeof(h));
+	if (h.kind == BAR_REQ)
+		memcpy(b->rbits, b->mem + at + sizeof(h), (size_t)b->c.nwords * 8);
+	*state = bar_core_arrive(&b->c, from, &h, h.kind == BAR_REQ ? b->rbits : NULL);
+	return flush(b);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* A direct dependency whose link is down ends the wait. */
+static int dead_peer(oxr_barrier_t *b)
+{
+	int peers[256], k = bar_core_waits_on(&b->c, peers, 256), i;
+
+	for (i = 0; i < k; i++)
+		if (!oxr_link_is_open(b->g, peers[i]))
+			return peers[i];
+	return -1;
+}
+
+/*
+ * The group was reset (oxr_group_reset): every rank's windows carry the new
+ * epoch, so the transport refuses writes of the old one, and the tags stop
+ * any that landed before.  The barriers start again at number 0, failure
+ * forgotten.  The slots are not cleared: a write of the new epoch may have
+ * landed during the reset already.
+ */
+static oxr_status_t new_epoch(oxr_barrier_t *b)
+{
+	int algo = b->c.algo, n = b->c.n, rank = b->c.rank, radix = b->c.radix;
+
+	bar_core_free(&b->c);
+	if (bar_core_init(&b->c, algo, n, rank, radix, oxr_group_epoch(b->g)))
+		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
+	b->err = 0;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_barrier(oxr_barrier_t *b, int timeout_ms)
+{
+	int64_t start = now_us(), deadline;
+	int state;
+	oxr_status_t st;
+
+	if (!b)
+		return oxr_err(OXR_ERR_INVAL, "barrier: NULL barrier");
+	if (oxr_group_epoch(b->g) != b->c.epoch && (st = new_epoch(b)))
+		return st;
+	if (b->err)
+		return fail(b, b->err, "");
+	deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000;
+	b->st.last_sent = b->st.last_received = 0;
+	state = bar_core_enter(&b->c);
+	if ((st = flush(b)))
+		return st;
+	while (state == 0) {
+		oxr_win_note note;
+		int64_t t = now_us();
+		int dead;
+		/* yield-polling first: see bcast_common.c (an idle core's wakeup
+		 * costs more than a yield on an oversubscribed machine) */
+		if (t - start < b->spin_us) {
+			if ((st = oxr_group_progress(b->g)))
+				return fail(b, st, oxr_errmsg());
+			st = oxr_win_wait(b->w, 0, &note);
+			if (st == OXR_ERR_TIMEOUT) {
+				sched_yield();
+				continue;
+			}
+		} else {
+			int64_t left = deadline - t;
+			int ms = left / 1000 < BAR_SLICE_MS ? (int)(left / 1000) : BAR_SLICE_MS;
+			st = oxr_win_wait(b->w, ms < 0 ? 0 : ms, &note);
+		}
+		if (st == OXR_OK) {
+			if ((st = take(b, &note, &state)))
+				return st;
+			continue;
+		}
+		if (st != OXR_ERR_TIMEOUT)
+			return fail(b, st, oxr_errmsg());
+		if ((dead = dead_peer(b)) >= 0) {
+			char why[160];
+			snprintf(why, sizeof(why), "rank %d, which this rank waits on, is gone", dead);
+			fail(b, OXR_ERR_PEER, why);
+			bar_core_fail(&b->c, dead);
+			flush(b);
+			return fail(b, OXR_ERR_PEER, "");
+		}
+		if (now_us() >= deadline)
+			return oxr_err(OXR_ERR_TIMEOUT, "barrier %u (%s) on rank %d of %d: not "
+				       "complete within %d ms", b->c.seq,
+				       oxr_barrier_algo_name(oxr_barrier_algo(b)), b->c.rank,
+				       b->c.n, timeout_ms);
+	}
+	if (state < 0) {
+		char why[160];
+		snprintf(why, sizeof(why), "rank %d is gone (a peer said so)", b->c.failed_rank);
+		return fail(b, OXR_ERR_PEER, why);
+	}
+	b->st.barriers++;
+	return OXR_OK;
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rank of the barrier tests, started by oxr-run.  Prints one line
+ * `rank R: MODE ok ...` and exits 0 when every check held.
+ *
+ *   coll_barrier_child check ALGO K DELAY_US FILE
+ *       K barriers of ALGO (bitmap | dissemination), each entered after a
+ *       random delay of up to DELAY_US.  The evidence is FILE, one 64-bit
+ *       counter per rank in shared memory: before barrier k a rank stores
+ *       k+1 in its counter; after barrier k returns it checks that every
+ *       counter is k+1 or k+2 (everybody entered k, nobody got past k+1).
+ *   coll_barrier_child dead ALGO VICTIM
+ *       two barriers, then rank VICTIM exits (status 0, so oxr-run leaves
+ *       the others running; without oxr_group_destroy, so its links just
+ *       drop) without entering the third, which every other rank enters
+ *       with no timeout: it must fail with OXR_ERR_PEER (or OXR_ERR_TIMEOUT),
+ *       not hang.
+ *   coll_barrier_child reset ALGO
+ *       ten barriers; then rank 0 revokes the group instead of entering the
+ *       next, which must fail with OXR_ERR_REVOKED on every rank; then
+ *       every rank resets the group (a new epoch) and ten barriers more
+ *       must work, numbered from 0 again.
+ */
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "oxr/barrier.h"
+#include "oxr/transport.h"
+
+static int rank = -1;
+
+#define CHECK(c, ...)                                                                  \
+	do {                                                                           \
+		if (!(c)) {                                                            \
+			fprintf(stderr, "rank %d: check failed at %s:%d: ", rank, __FILE__, \
+				__LINE__);                                             \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fprintf(stderr, " [%s]\n", oxr_errmsg());                      \
+			exit(1);                                                       \
+		}                                                                      \
+	} while (0)
+
+static int algo_of(const char *s)
+{
+	if (!strcmp(s, "bitmap"))
+		return OXR_BARRIER_BITMAP;
+	if (!strcmp(s, "dissemination"))
+		return OXR_BARRIER_DISSEMINATION;
+	return OXR_BARRIER_DEFAULT;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static int check(oxr_group *g, int algo, long k, long delay_us, const char *file)
+{
+	int n = oxr_group_size(g), fd, j;
+	_Atomic uint64_t *ctr;
+	oxr_barrier_t *b;
+	oxr_barrier_counts st;
+	const char *tr;
+	uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(rank + 1) * 0x100000001b3ull;
+	long i;
+
+	fd = open(file, O_RDWR);
+	CHECK(fd >= 0, "open %s", file);
+	ctr = mmap(NULL, (size_t)n * 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(ctr != MAP_FAILED, "mmap %s", file);
+	close(fd);
+	CHECK(oxr_barrier_create(g, algo, &b) == OXR_OK, "barrier_create");
+	/* asked now: after the last barrier the peer may be gone already */
+	tr = n > 1 ? oxr_link_transport(g, (rank + 1) % n) : "no link";
+	for (i = 0; i < k; i++) {
+		if (delay_us > 0) {
+			uint64_t r = rnd(&seed);
+			/* mostly short, now and then the longest: someone is last */
+			long d = (long)(r % (uint64_t)delay_us);
+			if ((r >> 32) % 16 == 0)
+				d = delay_us;
+			usleep((useconds_t)d);
+		}
+		atomic_store_explicit(&ctr[rank], (uint64_t)i + 1, memory_order_release);
+		CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier %ld", i);
+		for (j = 0; j < n; j++) {
+			uint64_t v = atomic_load_explicit(&ctr[j], memory_order_acquire);
+			CHECK(v == (uint64_t)i + 1 || v == (uint64_t)i + 2,
+			      "after barrier %ld rank %d's counter is %llu: it had not entered", i, j,
+			      (unsigned long long)v);
+		}
+	}
+	CHECK(oxr_barrier_stats(b, &st) == OXR_OK, "stats");
+	CHECK(st.barriers == (uint64_t)k, "stats count %llu barriers", (unsigned long long)st.barriers);
+	printf("rank %d: check ok: %ld barriers of %s over %s, %.2f puts sent and %.2f received "
+	       "per barrier, %llu stale ignored\n", rank, k,
+	       oxr_barrier_algo_name(oxr_barrier_algo(b)),
+	       tr ? tr : "?",
+	       k ? (double)st.puts_sent / (double)k : 0,
+	       k ? (double)st.puts_received / (double)k : 0, (unsigned long long)st.stale_ignored);
+	oxr_barrier_destroy(b);
+	munmap((void *)ctr, (size_t)n * 8);
+	return 0;
+}
+
+static int dead(oxr_boot *boot, oxr_group *g, int algo, int victim)
+{
+	oxr_barrier_t *b;
+	oxr_status_t st;
+
+	CHECK(oxr_barrier_create(g, algo, &b) == OXR_OK, "barrier_create");
+	CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier 0");
+	CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier 1");
+	/* everybody out of barrier 1 first: a rank that dies abruptly revokes
+	 * the group, and notes not yet taken go with it */
+	CHECK(oxr_boot_barrier(boot) == OXR_OK, "boot barrier");
+	if (rank == victim) {
+		fflush(stdout);
+		_exit(0); /* gone, links and all, without a word */
+	}
+	st = oxr_barrier(b, -1);
+	CHECK(st == OXR_ERR_PEER || st == OXR_ERR_TIMEOUT, "barrier 2 with rank %d gone gave %d",
+	      victim, st);
+	printf("rank %d: dead ok: %s: %s\n", rank, oxr_strerror(st), oxr_errmsg());
+	CHECK(oxr_barrier(b, 1000) == st, "a failed barrier stays failed");
+	oxr_barrier_destroy(b);
+	return 0;
+}
+
+static int reset(oxr_boot *boot, oxr_group *g, int algo)
+{
+	oxr_barrier_t *b;
+	oxr_status_t st;
+	uint32_t e0 = oxr_group_epoch(g);
+	int i;
+
+	CHECK(oxr_barrier_create(g, algo, &b) == OXR_OK, "barrier_create");
+	for (i = 0; i < 10; i++)
+		CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier %d", i);
+	/* everybody out of barrier 9 (oxr-run's barrier) before the revoke */
+	CHECK(oxr_boot_barrier(boot) == OXR_OK, "boot barrier");
+	if (rank == 0)
+		CHECK(oxr_group_revoke(g) == OXR_OK, "revoke");
+	st = oxr_barrier(b, 60000);
+	CHECK(st == OXR_ERR_REVOKED, "a barrier of a revoked group gave %d", st);
+	CHECK(oxr_group_reset(g, 60000) == OXR_OK, "reset");
+	CHECK(oxr_group_epoch(g) == e0 + 1, "epoch %u after reset", oxr_group_epoch(g));
+	for (i = 0; i < 10; i++)
+		CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier %d after the reset", i);
+	printf("rank %d: reset ok: revoked barrier failed, 10 after the reset in epoch %u\n", rank,
+	       oxr_group_epoch(g));
+	oxr_barrier_destroy(b);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	oxr_boot *boot;
+	oxr_ctx *c;
+	oxr_group *g;
+	int rc = 2;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	CHECK(argc >= 3, "usage: coll_barrier_child check|dead ALGO ...");
+	CHECK(oxr_boot_open(&boot) == OXR_OK, "boot");
+	CHECK(oxr_ctx_create(&c) == OXR_OK, "ctx");
+	CHECK(oxr_group_boot(c, boot, &g) == OXR_OK, "group");
+	rank = oxr_group_rank(g);
+	if (!strcmp(argv[1], "check") && argc == 6)
+		rc = check(g, algo_of(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
+	else if (!strcmp(argv[1], "reset") && argc == 3)
+		rc = reset(boot, g, algo_of(argv[2]));
+	else if (!strcmp(argv[1], "dead") && argc == 4)
+		rc = dead(boot, g, algo_of(argv[2]), atoi(argv[3]));
+	else
+		fprintf(stderr, "coll_barrier_child: bad arguments\n");
+	oxr_group_destroy(g);
+	oxr_ctx_destroy(c);
+	oxr_boot_close(boot);
+	return rc;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One rank of the fault-injection test (tests/test_fault.c), started by
+ * oxr-run:  fault_child OP SEED
+ * OP is sendrecv, bcast, reduce, barrier or crystal.  Every rank runs OP
+ * over and over; the victim (chosen from SEED) kills itself with SIGKILL
+ * at a moment chosen from SEED, after printing `victim V kill at T`.
+ * Each survivor prints `rank R: OP failed at T (code)` when its operation
+ * fails, shrinks the group, runs OP once more on the shrunk group, checks
+ * the result and prints `rank R: OP recovered`, then, after closing the
+ * group, `rank R: fds ok` if it holds no more file descriptors than before
+ * the group was made.  T: CLOCK_MONOTONIC microseconds, one clock for all.
+ */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oxr/oxr.h"
+#include "oxr/barrier.h"
+#include "oxr/bcast.h"
+#include "oxr/boot.h"
+#include "oxr/crystal.h"
+#include "oxr/transport.h"
+
+#define TMO 20000
+
+static int rank = -1;
+
+static long long now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the one opendir holds */
+}
+
+struct op_state {
+	oxr_barrier_t *bar;
+	oxr_crystal *cr;
+	oxr_arena *a;
+	int iter;
+};
+
+static oxr_status_t make_objects(oxr_group *g, const char *op, struct op_state *s)
+{
+	oxr_status_t st = OXR_OK;
+
+	if (!strcmp(op, "barrier"))
+		st = oxr_barrier_create(g, OXR_BARRIER_DEFAULT, &s->bar);
+	else if (!strcmp(op, "crystal"))
+		st = oxr_crystal_create(g, &s->cr);
+	return st;
+}
+
+static void drop_objects(struct op_state *s)
+{
+	oxr_barrier_destroy(s->bar);
+	oxr_crystal_destroy(s->cr);
+	s->bar = NULL;
+	s->cr = NULL;
+}
+
+/* One operation on g; with check, its result is verified (1: wrong). */
+static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int *wrong)
+{
+	int r = oxr_group_rank(g), n = oxr_group_size(g), it = s->iter++;
+	oxr_status_t st = OXR_OK;
+	oxr_cmo *o;
+
+	*wrong = 0;
+	oxr_arena_reset(s->a);
+	if (!strcmp(op, "sendrecv")) {
+		oxr_rmsg *m = NULL;
+		oxr_ox_msg out = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_int32(s->a, r * 1000 + it) };
+		if (n == 1)
+			return OXR_OK;
+		if ((st = oxr_send(g, (r + 1) % n, &out)) ||
+		    (st = oxr_recv(g, (r + n - 1) % n, TMO, &m)))
+			return st;
+		*wrong = m->msg.cmo->tag != OXR_CMO_INT32 ||
+			 m->msg.cmo->v.i32 != ((r + n - 1) % n) * 1000 + it;
+		oxr_rmsg_free(m);
+	} else if (!strcmp(op, "bcast")) {
+		int root = it % n;
+		o = r == root ? oxr_cmo_new_int32(s->a, 7000 + it) : NULL;
+		if ((st = oxr_bcast(g, root, &o, s->a, TMO)))
+			return st;
+		*wrong = !o || o->tag != OXR_CMO_INT32 || o->v.i32 != 7000 + it;
+	} else if (!strcmp(op, "reduce")) {
+		oxr_cmo *out = NULL;
+		if ((st = oxr_reduce(g, 0, "+", oxr_cmo_new_int32(s->a, r + 1), &out, s->a, TMO)))
+			return st;
+		*wrong = r == 0 ? (!out || out->tag != OXR_CMO_INT32 || out->v.i32 != n * (n + 1) / 2)
+				: (!out || out->tag != OXR_CMO_NULL);
+	} else if (!strcmp(op, "barrier")) {
+		st = oxr_barrier(s->bar, TMO);
+	} else if (!strcmp(op, "crystal")) {
+		int32_t v[2] = { r, it };
+		oxr_crystal_rec rec;
+		int got = 0;
+		if ((st = oxr_crystal_pack(s->cr, (r + 1) % n, v, sizeof(v))) ||
+		    (st = oxr_crystal_transfer(s->cr, TMO)))
+			return st;
+		while (oxr_crystal_next(s->cr, &rec) == OXR_OK) {
+			const int32_t *w = rec.data;
+			got++;
+			*wrong |= rec.source != (r + n - 1) % n || rec.len != sizeof(v) ||
+				  w[0] != rec.source || w[1] != it;
+		}
+		*wrong |= got != 1;
+	} else {
+		fprintf(stderr, "fault_child: unknown OP %s\n", op);
+		exit(2);
+	}
+	return st;
+}
+
+int main(int argc, char **argv)
+{
+	const char *op = argc > 1 ? argv[1] : "sendrecv";
+	unsigned seed = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 1;
+	struct op_state s = { 0 };
+	oxr_boot *b;
+	oxr_ctx *c;
+	oxr_group *g;
+	oxr_status_t st;
+	long long start, kill_at;
+	int n, victim, fds0, wrong = 0;
+
+	fds0 = count_fds();
+	if (oxr_boot_open(&b) || oxr_ctx_create(&c) || oxr_group_boot(c, b, &g) ||
+	    oxr_arena_create(&s.a)) {
+		fprintf(stderr, "fault_child: start: %s\n", oxr_errmsg());
+		return 1;
+	}
+	rank = oxr_group_rank(g);
+	n = oxr_group_size(g);
+	srand(seed);
+	victim = rand() % n;
+	kill_at = (long long)(rand() % 30000); /* up to 30 ms into the run */
+	if ((st = make_objects(g, op, &s))) {
+		fprintf(stderr, "rank %d: making the %s objects: %s\n", rank, op, oxr_errmsg());
+		return 1;
+	}
+	if ((st = oxr_boot_barrier(b))) {
+		fprintf(stderr, "rank %d: barrier: %s\n", rank, oxr_errmsg());
+		return 1;
+	}
+	start = now_us();
+	for (;;) {
+		if (rank == victim && now_us() - start >= kill_at) {
+			printf("victim %d kill at %lld\n", rank, now_us());
+			fflush(stdout);
+			raise(SIGKILL);
+		}
+		st = run_op(g, op, &s, &wrong);
+		if (wrong) {
+			fprintf(stderr, "rank %d: %s gave a wrong result before the failure\n", rank, op);
+			return 1;
+		}
+		if (st)
+			break;
+		if (now_us() - start > 30000000LL) {
+			fprintf(stderr, "rank %d: no failure seen in 30 s\n", rank);
+			return 1;
+		}
+	}
+	printf("rank %d: %s failed at %lld (%d)\n", rank, op, now_us(), st);
+	fflush(stdout);
+	drop_objects(&s);
+	if ((st = oxr_group_shrink(g, TMO))) {
+		fprintf(stderr, "rank %d: shrink: %s\n", rank, oxr_errmsg());
+		return 1;
+	}
+	s.iter = 0; /* the ranks failed in different iterations: count afresh */
+	if ((st = make_objects(g, op, &s)) || (st = run_op(g, op, &s, &wrong)) || wrong) {
+		fprintf(stderr, "rank %d: %s on the shrunk group: %s%s\n", rank, op,
+			st ? oxr_errmsg() : "", wrong ? "a wrong result" : "");
+		return 1;
+	}
+	printf("rank %d: %s recovered\n", rank, op);
+	drop_objects(&s);
+	oxr_arena_destroy(s.a);
+	oxr_group_destroy(g);
+	oxr_ctx_destroy(c);
+	oxr_boot_close(b);
+	if (count_fds() <= fds0)
+		printf("rank %d: fds ok\n", rank);
+	else
+		fprintf(stderr, "rank %d: %d file descriptors before, %d after\n", rank, fds0,
+			count_fds());
+	return 0;
+}

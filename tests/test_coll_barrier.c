@@ -1,0 +1,623 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The barriers.  First the algorithm cores (collectives/barrier_core.h) in
+ * an in-process simulation of the windows, n = 1..64 and 4096: every write
+ * lands in the target's slot for its sender (in order per sender and
+ * target, as the transport delivers; in random order across them), its
+ * note is taken later at a random moment (reading the slot as it is then),
+ * writes are duplicated and delivered late, the links start full of writes
+ * of older barriers and of an older epoch, and ranks enter after random
+ * delays.  Asserted: nobody completes barrier s before all n entered it,
+ * everybody completes every barrier, and the writes per barrier are what
+ * the algorithms promise.  Then the real thing: groups of processes under
+ * oxr-run (tests/coll_barrier_child.c) for n = 1..17 and 32 and both
+ * algorithms, with shared-memory evidence of who entered, 10^4 barriers in
+ * a row with random delays, and a rank that dies.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "barrier_core.h"
+#include "run_child.h"
+
+#define RUN OXR_BIN_DIR "/oxr-run"
+#define CHILD OXR_BIN_DIR "/coll_barrier_child"
+
+TestSuite(barrier, .timeout = 600);
+
+/* ---- the simulation ------------------------------------------------ */
+
+struct smsg {
+	struct smsg *next;
+	int from, to;
+	bar_hdr h;
+	uint64_t *bits; /* NULL: header only */
+};
+
+/* A link from one rank to another: its writes in flight, in order. */
+struct slink {
+	int from, to, active; /* index in sim.act, or -1 */
+	struct smsg *head, *tail;
+};
+
+struct slot {
+	int from, parity;
+	bar_hdr h;
+	uint64_t *bits;
+};
+
+struct srank {
+	bar_core c;
+	struct slot *slots;
+	int nslots, capslots;
+	int *notes; /* slot indices, FIFO */
+	int nhead, ntail, capnotes;
+	int in_barrier, delay, inready;
+	long done;
+	long sent_this; /* real writes sent during the current barrier */
+};
+
+struct sim {
+	int n, algo, nw;
+	struct srank *r;
+	struct slink *links; /* every link that carried a write */
+	int nlinks, caplinks;
+	int *hash, hashcap;  /* (from, to) -> links index + 1 */
+	int *act, nact;      /* links with writes in flight */
+	int *ready, nready;  /* ranks that may have notes to take */
+	int computing;       /* ranks between barriers with barriers still to go */
+	long nfly;
+	long *entered;     /* per barrier: ranks that entered it */
+	long nbar;
+	uint64_t seed;
+	long real_sent, max_sent_one;
+};
+
+static uint64_t srnd(struct sim *s)
+{
+	s->seed ^= s->seed << 13;
+	s->seed ^= s->seed >> 7;
+	s->seed ^= s->seed << 17;
+	return s->seed;
+}
+
+static uint64_t test_seed(void)
+{
+	const char *e = getenv("OXR_TEST_SEED");
+
+	return e && *e ? strtoull(e, NULL, 0) | 1 : 0x2545f4914f6cdd1dull;
+}
+
+static int link_of(struct sim *s, int from, int to)
+{
+	uint64_t key = (uint64_t)from * (uint64_t)s->n + (uint64_t)to, h;
+	int k;
+
+	if (2 * (s->nlinks + 1) > s->hashcap) {
+		/* grow and rehash */
+		free(s->hash);
+		s->hashcap = s->hashcap ? 2 * s->hashcap : 1024;
+		s->hash = calloc((size_t)s->hashcap, sizeof(int));
+		cr_assert(s->hash);
+		for (k = 0; k < s->nlinks; k++) {
+			uint64_t kk = (uint64_t)s->links[k].from * (uint64_t)s->n +
+				      (uint64_t)s->links[k].to;
+			h = (kk * 0x9e3779b97f4a7c15ull) >> 20;
+			while (s->hash[h & (uint64_t)(s->hashcap - 1)])
+				h++;
+			s->hash[h & (uint64_t)(s->hashcap - 1)] = k + 1;
+		}
+	}
+	h = (key * 0x9e3779b97f4a7c15ull) >> 20;
+	for (;; h++) {
+		int *e = &s->hash[h & (uint64_t)(s->hashcap - 1)];
+		if (!*e)
+			break;
+		if (s->links[*e - 1].from == from && s->links[*e - 1].to == to)
+			return *e - 1;
+	}
+	if (s->nlinks == s->caplinks) {
+		s->caplinks = s->caplinks ? 2 * s->caplinks : 1024;
+		s->links = realloc(s->links, (size_t)s->caplinks * sizeof(*s->links));
+		cr_assert(s->links);
+	}
+	s->links[s->nlinks] = (struct slink){ .from = from, .to = to, .active = -1 };
+	s->hash[h & (uint64_t)(s->hashcap - 1)] = s->nlinks + 1;
+	return s->nlinks++;
+}
+
+static void fly_push(struct sim *s, int from, int to, const bar_hdr *h, const uint64_t *bits,
+		     int real)
+{
+	int li = link_of(s, from, to); /* may move s->links */
+	struct slink *l = &s->links[li];
+	struct smsg *m = calloc(1, sizeof(*m));
+
+	(void)real;
+	cr_assert(m);
+	*m = (struct smsg){ .from = from, .to = to, .h = *h };
+	if (bits) {
+		m->bits = malloc((size_t)s->nw * 8);
+		cr_assert(m->bits);
+		memcpy(m->bits, bits, (size_t)s->nw * 8);
+	}
+	if (l->tail)
+		l->tail->next = m;
+	else
+		l->head = m;
+	l->tail = m;
+	if (l->active < 0) {
+		if (s->nact % 1024 == 0) {
+			s->act = realloc(s->act, (size_t)(s->nact + 1024) * sizeof(int));
+			cr_assert(s->act);
+		}
+		l->active = s->nact;
+		s->act[s->nact++] = (int)(l - s->links);
+	}
+	s->nfly++;
+}
+
+/* Sends what rank i's core asked for, duplicating some writes (the copy
+ * follows the original on the same link, so it arrives late, maybe after
+ * the target has moved on). */
+static void sim_flush(struct sim *s, int i)
+{
+	bar_core *c = &s->r[i].c;
+	int k;
+
+	for (k = 0; k < c->nout; k++) {
+		bar_msg *m = &c->out[k];
+		const uint64_t *bits = m->with_bits ? c->bits : NULL;
+		fly_push(s, i, m->to, &m->h, bits, 1);
+		s->real_sent++;
+		s->r[i].sent_this++;
+		if (srnd(s) % 8 == 0)
+			fly_push(s, i, m->to, &m->h, bits, 0);
+	}
+	c->nout = 0;
+}
+
+static int slot_of(struct sim *s, struct srank *t, int from, int parity)
+{
+	int k;
+
+	for (k = 0; k < t->nslots; k++)
+		if (t->slots[k].from == from && t->slots[k].parity == parity)
+			return k;
+	if (t->nslots == t->capslots) {
+		t->capslots = t->capslots ? 2 * t->capslots : 8;
+		t->slots = realloc(t->slots, (size_t)t->capslots * sizeof(*t->slots));
+		cr_assert(t->slots);
+	}
+	t->slots[t->nslots] = (struct slot){ .from = from, .parity = parity,
+					     .bits = calloc((size_t)s->nw, 8) };
+	cr_assert(t->slots[t->nslots].bits);
+	return t->nslots++;
+}
+
+static void mark_ready(struct sim *s, int i)
+{
+	if (s->r[i].inready)
+		return;
+	s->r[i].inready = 1;
+	s->ready[s->nready++] = i;
+}
+
+/* Lands the first in-flight write of active link k: into the slot, and a
+ * note behind the target's others. */
+static void sim_land(struct sim *s, int k)
+{
+	struct slink *l = &s->links[s->act[k]];
+	struct smsg *m = l->head;
+	struct srank *t;
+	int sl, m_to;
+
+	l->head = m->next;
+	if (!l->head) {
+		l->tail = NULL;
+		s->act[k] = s->act[--s->nact];
+		s->links[s->act[k]].active = k;
+		l->active = -1;
+	}
+	s->nfly--;
+	m_to = m->to;
+	t = &s->r[m->to];
+	sl = slot_of(s, t, m->from, (int)(m->h.seq & 1));
+	t->slots[sl].h = m->h;
+	if (m->bits)
+		memcpy(t->slots[sl].bits, m->bits, (size_t)s->nw * 8);
+	free(m->bits);
+	free(m);
+	if (t->ntail == t->capnotes) {
+		/* compact, then grow */
+		if (t->notes)
+			memmove(t->notes, t->notes + t->nhead,
+				(size_t)(t->ntail - t->nhead) * sizeof(int));
+		t->ntail -= t->nhead;
+		t->nhead = 0;
+		if (t->ntail == t->capnotes) {
+			t->capnotes = t->capnotes ? 2 * t->capnotes : 16;
+			t->notes = realloc(t->notes, (size_t)t->capnotes * sizeof(int));
+			cr_assert(t->notes);
+		}
+	}
+	t->notes[t->ntail++] = sl;
+	mark_ready(s, m_to);
+}
+
+static void sim_completed(struct sim *s, int i, long barriers_each, long max_delay)
+{
+	struct srank *r = &s->r[i];
+	long b = r->done;
+
+	cr_assert_eq(s->entered[b], s->n, "n=%d %s: rank %d completed barrier %ld when only %ld "
+		     "had entered", s->n, s->algo == BAR_ALG_BITMAP ? "bitmap" : "dissem", i, b,
+		     s->entered[b]);
+	r->done++;
+	r->in_barrier = 0;
+	if (r->done < barriers_each)
+		s->computing++;
+	r->delay = max_delay ? (int)(srnd(s) % (uint64_t)max_delay) : 0;
+	if (r->done == barriers_each)
+		r->delay = -1;
+}
+
+static void sim_enter(struct sim *s, int i, long barriers_each, long max_delay)
+{
+	struct srank *r = &s->r[i];
+	int st;
+
+	r->in_barrier = 1;
+	s->computing--;
+	mark_ready(s, i);
+	s->entered[r->done]++;
+	r->sent_this = 0;
+	st = bar_core_enter(&r->c);
+	sim_flush(s, i);
+	cr_assert_geq(st, 0);
+	if (st == 1)
+		sim_completed(s, i, barriers_each, max_delay);
+}
+
+static void sim_take(struct sim *s, int i, long barriers_each, long max_delay)
+{
+	struct srank *r = &s->r[i];
+	struct slot *sl = &r->slots[r->notes[r->nhead++]];
+	const uint64_t *bits = sl->h.kind == BAR_REQ ? sl->bits : NULL;
+	int st = bar_core_arrive(&r->c, sl->from, &sl->h, bits);
+
+	sim_flush(s, i);
+	cr_assert_geq(st, 0, "n=%d: rank %d failed with no failure", s->n, i);
+	if (st == 1)
+		sim_completed(s, i, barriers_each, max_delay);
+}
+
+/* Writes of an older epoch and of barriers before start_seq, at the head
+ * of random links: all must be ignored (an all-ones register, an
+ * establishment, an abort, a round: any of them acted on breaks the run). */
+static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int count)
+{
+	uint64_t *ones = malloc((size_t)s->nw * 8);
+	int k;
+
+	cr_assert(ones);
+	memset(ones, 0xff, (size_t)s->nw * 8);
+	for (k = 0; k < count && s->n > 1; k++) {
+		int from = (int)(srnd(s) % (uint64_t)s->n), to = (int)(srnd(s) % (uint64_t)s->n);
+		uint32_t kinds[4] = { BAR_REQ, BAR_EST, BAR_ROUND, BAR_ABORT };
+		bar_hdr h = { epoch, start_seq, kinds[srnd(s) % 4], (uint32_t)(srnd(s) % 3) };
+		if (from == to)
+			continue;
+		if (srnd(s) % 2)
+			h.epoch = epoch - 1 - (uint32_t)(srnd(s) % 3);
+		else
+			h.seq = start_seq - 1 - (uint32_t)(srnd(s) % 3);
+		fly_push(s, from, to, &h, ones, 0);
+	}
+	free(ones);
+}
+
+/* Runs barriers_each barriers on n simulated ranks; returns the real
+ * writes sent per barrier, and the most any rank sent in one barrier. */
+static void simulate(int algo, int n, int radix, long barriers_each, long max_delay,
+		     uint64_t seed, long *per_barrier, long *max_one)
+{
+	struct sim s = { .n = n, .algo = algo, .nw = (n + 63) / 64, .seed = seed | 1 };
+	const uint32_t epoch = 7, start_seq = 1000;
+	long steps = 0;
+	int i;
+
+	s.r = calloc((size_t)n, sizeof(*s.r));
+	s.entered = calloc((size_t)barriers_each + 1, sizeof(long));
+	s.ready = calloc((size_t)n, sizeof(int));
+	cr_assert(s.r && s.entered && s.ready);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(bar_core_init(&s.r[i].c, algo, n, i, radix, epoch), 0);
+		s.r[i].c.seq = start_seq;
+		s.r[i].delay = (int)(srnd(&s) % (uint64_t)(max_delay + 1));
+	}
+	s.computing = barriers_each > 0 ? n : 0;
+	sim_junk(&s, epoch, start_seq, 3 * n);
+	for (;;) {
+		int busy = 0, pick, done_all = 1, k;
+		/* what can happen now: a rank's clock ticks (it enters when its
+		 * delay is over), writes land, a note is taken */
+		i = (int)(srnd(&s) % (uint64_t)n);
+		if (!s.r[i].in_barrier && s.r[i].done < barriers_each) {
+			if (s.r[i].delay > 0)
+				s.r[i].delay--;
+			else
+				sim_enter(&s, i, barriers_each, max_delay);
+			busy = 1;
+		}
+		pick = (int)(srnd(&s) % 3);
+		if (s.nfly && pick < 2) {
+			int burst = 1 + (int)(srnd(&s) % 4);
+			for (k = 0; k < burst && s.nfly; k++)
+				sim_land(&s, (int)(srnd(&s) % (uint64_t)s.nact));
+			busy = 1;
+		} else {
+			while (s.nready) {
+				int q = (int)(srnd(&s) % (uint64_t)s.nready), j = s.ready[q];
+				struct srank *r = &s.r[j];
+				if (r->in_barrier && r->nhead < r->ntail) {
+					sim_take(&s, j, barriers_each, max_delay);
+					busy = 1;
+					break;
+				}
+				r->inready = 0;
+				s.ready[q] = s.ready[--s.nready];
+			}
+		}
+		if (!busy && !s.nfly && !s.nready && !s.computing) {
+			/* nothing can move unless a rank is still computing */
+			int computing = 0, notes = 0;
+			for (k = 0; k < n; k++) {
+				if (s.r[k].done < barriers_each)
+					done_all = 0;
+				if (!s.r[k].in_barrier && s.r[k].done < barriers_each)
+					computing = 1;
+				if (s.r[k].in_barrier && s.r[k].nhead < s.r[k].ntail)
+					notes = 1;
+			}
+			if (done_all)
+				break;
+			if (!computing && !notes)
+				for (k = 0; k < n; k++)
+					if (s.r[k].done < barriers_each)
+						cr_assert_fail("n=%d %s: deadlock, rank %d stuck in barrier %ld "
+							 "(seed %llu)", n, algo == BAR_ALG_BITMAP ?
+							 "bitmap" : "dissemination", k, s.r[k].done,
+							 (unsigned long long)seed);
+		}
+		cr_assert_lt(++steps, 200000000L, "n=%d: the simulation does not end", n);
+	}
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(s.r[i].done, barriers_each);
+		cr_assert_eq(s.r[i].c.seq, start_seq + (uint32_t)barriers_each);
+		cr_assert_eq(s.r[i].c.odd, 0, "n=%d rank %d: %llu writes that cannot happen", n, i,
+			     (unsigned long long)s.r[i].c.odd);
+	}
+	*per_barrier = s.real_sent / barriers_each;
+	*max_one = 0;
+	for (i = 0; i < n; i++) {
+		int k;
+		bar_core_free(&s.r[i].c);
+		for (k = 0; k < s.r[i].nslots; k++)
+			free(s.r[i].slots[k].bits);
+		free(s.r[i].slots);
+		free(s.r[i].notes);
+	}
+	free(s.r);
+	free(s.entered);
+	free(s.links);
+	free(s.hash);
+	free(s.act);
+	free(s.ready);
+}
+
+static int ceil_log2(int n)
+{
+	int l = 0;
+
+	while ((1 << l) < n)
+		l++;
+	return l;
+}
+
+Test(barrier, simulated_bitmap_n_1_to_64)
+{
+	uint64_t seed = test_seed();
+	int n, radix;
+
+	cr_log_info("OXR_TEST_SEED=%llu", (unsigned long long)seed);
+	for (radix = 2; radix <= 4; radix++)
+		for (n = 1; n <= 64; n++) {
+			long per, mx;
+			simulate(BAR_ALG_BITMAP, n, radix, radix == 2 ? 40 : 10, n % 3 ? 30 : 400,
+				 seed + (uint64_t)(n * 7 + radix), &per, &mx);
+			/* one request up and one establishment down per tree edge */
+			cr_assert_eq(per, 2 * (n - 1), "n=%d radix %d: %ld writes per barrier", n,
+				     radix, per);
+		}
+}
+
+Test(barrier, simulated_dissemination_n_1_to_64)
+{
+	uint64_t seed = test_seed();
+	int n;
+
+	for (n = 1; n <= 64; n++) {
+		long per, mx;
+		simulate(BAR_ALG_DISSEM, n, 2, 40, n % 3 ? 30 : 400, seed + (uint64_t)n, &per, &mx);
+		cr_assert_eq(per, (long)n * ceil_log2(n), "n=%d: %ld writes per barrier", n, per);
+	}
+}
+
+Test(barrier, simulated_4096_ranks)
+{
+	long per, mx;
+
+	simulate(BAR_ALG_BITMAP, 4096, 2, 3, 50, test_seed(), &per, &mx);
+	cr_assert_eq(per, 2 * 4095);
+	simulate(BAR_ALG_DISSEM, 4096, 2, 2, 50, test_seed() + 1, &per, &mx);
+	cr_assert_eq(per, 4096L * 12);
+}
+
+/* The per-rank bound of the bitmap tree: (radix-1) children per level,
+ * each a request in and an establishment out, plus the parent's two. */
+Test(barrier, bitmap_messages_per_rank_are_logarithmic)
+{
+	int n;
+
+	for (n = 2; n <= 4096; n = n * 2 + 1) {
+		int r, worst = 0, sum = 0, seq;
+		for (seq = 0; seq < 3; seq++)
+			for (r = 0; r < n; r++) {
+				bar_core c;
+				int kids, k, me = 0;
+				cr_assert_eq(bar_core_init(&c, BAR_ALG_BITMAP, n, r, 2, 1), 0);
+				c.seq = (uint32_t)seq;
+				/* its dependents are exactly its tree neighbours */
+				kids = bar_core_fail(&c, -1) < 0 ? c.nout : 0;
+				for (k = 0; k < kids; k++)
+					me += 2;
+				worst = me > worst ? me : worst;
+				sum += me;
+				bar_core_free(&c);
+			}
+		cr_assert_leq(worst, 2 * ceil_log2(n), "n=%d: a rank has %d writes", n, worst);
+		cr_log_info("n=%d: writes sent+received per rank per barrier: mean %.2f, max %d", n,
+			    (double)sum / (3.0 * n), worst);
+	}
+}
+
+/* ---- real processes ------------------------------------------------- */
+
+static char *evidence_file(int n)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/oxr-barrier-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ftruncate(fd, (off_t)n * 8), 0);
+	close(fd);
+	return path;
+}
+
+static void run_check(int n, const char *algo, long k, long delay_us)
+{
+	char nbuf[16], kbuf[32], dbuf[32], line[96];
+	char *file = evidence_file(n);
+	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "check", algo, kbuf, dbuf, file,
+			       NULL };
+	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	struct run r;
+	int i;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(kbuf, sizeof(kbuf), "%ld", k);
+	snprintf(dbuf, sizeof(dbuf), "%ld", delay_us);
+	r = spawn_run(argv, env, NULL, 300);
+	unlink(file);
+	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
+		     "stderr:\n%s", n, algo, r.rc, r.sig, r.timed_out, r.out, r.err);
+	for (i = 0; i < n; i++) {
+		const char *tr = getenv("OXR_TRANSPORT");
+		/* the transport the environment forces, as the ranks report it */
+		snprintf(line, sizeof(line), "rank %d: check ok: %ld barriers of %s over %s", i, k,
+			 algo, n == 1 ? "no link" : tr && !strcmp(tr, "verbs") ? "verbs" : "tcp");
+		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s", line, r.out);
+	}
+	run_free(&r);
+}
+
+/* Fewer barriers per group inside the (slow, emulated) rxe guest. */
+static long scaled(long k)
+{
+	const char *e = getenv("OXR_TEST_QUICK");
+
+	return e && *e && strcmp(e, "0") ? (k / 10 > 5 ? k / 10 : 5) : k;
+}
+
+Test(barrier, processes_n_1_to_17_and_32_both_algorithms)
+{
+	int n;
+
+	for (n = 1; n <= 18; n++) {
+		int m = n == 18 ? 32 : n;
+		run_check(m, "bitmap", scaled(60), 300);
+		run_check(m, "dissemination", scaled(60), 300);
+	}
+}
+
+Test(barrier, ten_thousand_barriers_with_random_delays)
+{
+	run_check(4, "bitmap", 10000, 40);
+	run_check(8, "dissemination", scaled(10000), 40);
+	run_check(5, "bitmap", scaled(3000), 40);
+}
+
+static void run_dead(int n, const char *algo, int victim)
+{
+	char nbuf[16], vbuf[16], line[96];
+	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "dead", algo, vbuf, NULL };
+	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	struct run r;
+	int i;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(vbuf, sizeof(vbuf), "%d", victim);
+	r = spawn_run(argv, env, NULL, 120);
+	cr_assert(!r.timed_out, "%d ranks %s, rank %d gone: the group hung\n%s\n%s", n, algo,
+		  victim, r.out, r.err);
+	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d\nstdout:\n%s\nstderr:\n%s", n, algo, r.rc,
+		     r.out, r.err);
+	for (i = 0; i < n; i++) {
+		if (i == victim)
+			continue;
+		snprintf(line, sizeof(line), "rank %d: dead ok: ", i);
+		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s\n%s", line, r.out, r.err);
+	}
+	cr_assert(strstr(r.out, "peer failed"), "OXR_ERR_PEER expected:\n%s", r.out);
+	run_free(&r);
+}
+
+Test(barrier, a_dead_peer_fails_the_barrier_everywhere)
+{
+	run_dead(2, "bitmap", 1);
+	run_dead(5, "bitmap", 0);
+	run_dead(6, "bitmap", 3);
+	run_dead(5, "dissemination", 2);
+	run_dead(7, "dissemination", 0);
+}
+
+static void run_reset(int n, const char *algo)
+{
+	char nbuf[16], line[96];
+	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "reset", algo, NULL };
+	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	struct run r;
+	int i;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	r = spawn_run(argv, env, NULL, 120);
+	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d\nstdout:\n%s\nstderr:\n%s", n, algo, r.rc,
+		     r.out, r.err);
+	for (i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "rank %d: reset ok: ", i);
+		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s\n%s", line, r.out, r.err);
+	}
+	run_free(&r);
+}
+
+Test(barrier, a_revoke_fails_it_and_a_reset_starts_it_again)
+{
+	run_reset(5, "bitmap");
+	run_reset(4, "dissemination");
+}
