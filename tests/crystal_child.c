@@ -30,16 +30,7 @@ static int rank = -1, size;
 static oxr_boot *boot;
 static oxr_group *grp;
 
-#define CHECK(c, ...)                                                                  \
-	do {                                                                           \
-		if (!(c)) {                                                            \
-			fprintf(stderr, "rank %d: check failed at %s:%d: ", rank, __FILE__, \
-				__LINE__);                                             \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, " [%s]\n", oxr_errmsg());                      \
-			exit(1);                                                       \
-		}                                                                      \
-	} while (0)
+#include "child_check.h"
 
 static uint64_t mix(uint64_t *s)
 {

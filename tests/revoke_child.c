@@ -24,15 +24,7 @@
 
 static int rank = -1;
 
-#define CHECK(c, ...)                                                                  \
-	do {                                                                           \
-		if (!(c)) {                                                            \
-			fprintf(stderr, "rank %d: check failed at line %d: ", rank, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                                  \
-			fprintf(stderr, " (%s)\n", oxr_errmsg());                      \
-			return 1;                                                      \
-		}                                                                      \
-	} while (0)
+#include "child_check.h"
 
 static long now_ms(void)
 {
@@ -147,14 +139,12 @@ int main(int argc, char **argv)
 	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	last = n - 1;
-	if (argc > 1 && !strcmp(argv[1], "shrink")) {
-		int rc = shrink_mode(g, a, n);
+	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill"))) {
+		int rc = !strcmp(argv[1], "kill") ? kill_mode(g, n) : shrink_mode(g, a, n);
+		oxr_arena_destroy(a);
 		oxr_group_destroy(g);
-		return rc;
-	}
-	if (argc > 1 && !strcmp(argv[1], "kill")) {
-		int rc = kill_mode(g, n);
-		oxr_group_destroy(g);
+		oxr_ctx_destroy(c);
+		oxr_boot_close(b);
 		return rc;
 	}
 	snprintf(want, sizeof(want), "revoked by rank %d", last);

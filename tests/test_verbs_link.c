@@ -341,24 +341,31 @@ Test(verbs, tiny_ring_wraps_and_runs_out_of_credits_both_ways)
 	free_pair(&p);
 }
 
+/* count messages of up to (fixed: of) max_len bytes from rank 1 to rank 0
+ * of p, the receiver starting pause_ms late; both sides' hashes must agree. */
+static void one_way(struct pair *p, int count, size_t max_len, int fixed, int pause_ms,
+		    const char *what)
+{
+	struct stream_arg tx = { .g = p->b, .peer = 0, .count = count, .max_len = max_len,
+				 .fixed = fixed, .hash = 14695981039346656037ull };
+	struct stream_arg rx = tx;
+	pthread_t t;
+
+	rx.g = p->a;
+	rx.peer = 1;
+	pthread_create(&t, NULL, send_stream, &tx);
+	recv_stream(&rx, pause_ms);
+	pthread_join(t, NULL);
+	cr_assert_eq(tx.st, OXR_OK, "%s: %s", what, tx.err);
+	cr_assert_eq(rx.hash, tx.hash, "%s: intact and in order", what);
+}
+
 static void stream_test(size_t total, size_t max_len)
 {
 	struct pair p;
-	struct stream_arg tx = { 0 }, rx;
-	pthread_t t;
 
 	verbs_pair(&p);
-	tx = (struct stream_arg){ .g = p.b, .peer = 0, .max_len = max_len,
-				  .hash = 14695981039346656037ull };
-	tx.count = (int)(2 * total / (max_len ? max_len : 1));
-	rx = tx;
-	rx.g = p.a;
-	rx.peer = 1;
-	pthread_create(&t, NULL, send_stream, &tx);
-	recv_stream(&rx, 200);
-	pthread_join(t, NULL);
-	cr_assert_eq(tx.st, OXR_OK, "%s", tx.err);
-	cr_assert_eq(rx.hash, tx.hash, "%zu bytes arrived intact and in order", total);
+	one_way(&p, (int)(2 * total / (max_len ? max_len : 1)), max_len, 0, 200, "the long stream");
 	free_pair(&p);
 }
 
@@ -378,38 +385,16 @@ Test(verbs, a_long_stream_arrives_intact)
 Test(verbs, large_messages_go_by_rendezvous_through_the_registration_cache)
 {
 	struct pair p;
-	struct stream_arg tx, rx;
 	uint64_t hits = 0, misses = 0;
-	pthread_t t;
 
 	verbs_pair(&p);
-	tx = (struct stream_arg){ .g = p.b, .peer = 0, .max_len = 4u << 20, .count = 200,
-				  .hash = 14695981039346656037ull };
-	rx = tx;
-	rx.g = p.a;
-	rx.peer = 1;
-	pthread_create(&t, NULL, send_stream, &tx);
-	recv_stream(&rx, 100);
-	pthread_join(t, NULL);
-	cr_assert_eq(tx.st, OXR_OK, "%s", tx.err);
-	cr_assert_eq(rx.hash, tx.hash, "large messages intact and in order");
+	one_way(&p, 200, 4u << 20, 0, 100, "messages up to 4 MiB");
 	oxr_rcache_stats(p.ca->rcache, &hits, &misses);
 	cr_log_info("receiver's registration cache: %llu hits, %llu misses",
 		    (unsigned long long)hits, (unsigned long long)misses);
 	cr_assert_gt(hits + misses, 0, "the receiver read payloads by rendezvous");
 
-	tx.fixed = 1;
-	tx.max_len = 1u << 20;
-	tx.count = 100;
-	rx = tx;
-	rx.g = p.a;
-	rx.peer = 1;
-	tx.hash = rx.hash = 14695981039346656037ull;
-	pthread_create(&t, NULL, send_stream, &tx);
-	recv_stream(&rx, 0);
-	pthread_join(t, NULL);
-	cr_assert_eq(tx.st, OXR_OK, "%s", tx.err);
-	cr_assert_eq(rx.hash, tx.hash, "1 MiB messages intact");
+	one_way(&p, 100, 1u << 20, 1, 0, "1 MiB messages");
 	{
 		uint64_t h0 = hits, m0 = misses;
 		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
@@ -431,23 +416,12 @@ Test(verbs, rendezvous_without_cache_and_copies_without_rendezvous)
 
 	for (k = 0; k < 2; k++) {
 		struct pair p;
-		struct stream_arg tx, rx;
 		uint64_t hits = 0, misses = 0;
-		pthread_t t;
 
 		setenv(knob[k][0], knob[k][1], 1);
 		verbs_pair(&p);
 		unsetenv(knob[k][0]);
-		tx = (struct stream_arg){ .g = p.b, .peer = 0, .max_len = 2u << 20, .count = 60,
-					  .hash = 14695981039346656037ull };
-		rx = tx;
-		rx.g = p.a;
-		rx.peer = 1;
-		pthread_create(&t, NULL, send_stream, &tx);
-		recv_stream(&rx, 50);
-		pthread_join(t, NULL);
-		cr_assert_eq(tx.st, OXR_OK, "%s=%s: %s", knob[k][0], knob[k][1], tx.err);
-		cr_assert_eq(rx.hash, tx.hash, "%s=%s: intact", knob[k][0], knob[k][1]);
+		one_way(&p, 60, 2u << 20, 0, 50, knob[k][0]);
 		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
 		if (k == 0)
 			cr_assert(hits == 0 && misses > 0, "no cache: every read registers (%llu, %llu)",

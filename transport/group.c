@@ -264,18 +264,11 @@ static int have_msg(void *arg)
 /* Takes the first queued message of the link, or its error. */
 static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 {
-	struct recvq *q = l->rq_head;
-
-	if (!q) {
+	if (!l->rq_head) {
 		oxr_err_keep(l->state == LINK_FAILED ? l->errmsg : "no link");
 		return l->state == LINK_FAILED ? l->err : OXR_ERR_INVAL;
 	}
-	l->rq_head = q->next;
-	if (!l->rq_head)
-		l->rq_tail = NULL;
-	l->rq_bytes -= q->bytes;
-	*out = q->m;
-	free(q);
+	*out = oxr_link_take(l);
 	/* Below the bound again: bytes already buffered must be decoded now,
 	 * since epoll will not report them a second time. */
 	if (l->state == LINK_OPEN && oxr_link_buffered(l))

@@ -548,20 +548,29 @@ void oxr_link_note_balls(struct link *l)
 			l->ball_queued = 1;
 }
 
+oxr_rmsg *oxr_link_take(struct link *l)
+{
+	struct recvq *q = l->rq_head;
+	oxr_rmsg *m;
+
+	if (!q)
+		return NULL;
+	l->rq_head = q->next;
+	if (!l->rq_head)
+		l->rq_tail = NULL;
+	l->rq_bytes -= q->bytes;
+	m = q->m;
+	free(q);
+	return m;
+}
+
 void oxr_link_revoke_queues(oxr_group *g, struct link *l)
 {
 	struct sendop *op, **pp;
 
 	if (!l->ball_seen) /* after the peer's ball everything is of the next epoch */
-		while (l->rq_head && l->rq_head->m->msg.tag != OXR_OX_SYNC_BALL) {
-			struct recvq *q = l->rq_head;
-			l->rq_head = q->next;
-			if (!l->rq_head)
-				l->rq_tail = NULL;
-			l->rq_bytes -= q->bytes;
-			oxr_rmsg_free(q->m);
-			free(q);
-		}
+		while (l->rq_head && l->rq_head->m->msg.tag != OXR_OX_SYNC_BALL)
+			oxr_rmsg_free(oxr_link_take(l));
 	if (g->resetting)
 		return; /* what we queued before our ball is discarded by the peer anyway */
 	for (pp = &l->sq_head; (op = *pp);) {

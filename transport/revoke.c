@@ -240,16 +240,9 @@ static int all_balls(void *arg)
 			continue;
 		/* what the peer sent before it went comes first: its ball may be there */
 		while (!l->ball_seen && l->rq_head) {
-			struct recvq *q = l->rq_head;
-			int ball = q->m->msg.tag == OXR_OX_SYNC_BALL;
-			l->rq_head = q->next;
-			if (!l->rq_head)
-				l->rq_tail = NULL;
-			l->rq_bytes -= q->bytes;
-			oxr_rmsg_free(q->m);
-			free(q);
-			if (ball)
-				l->ball_seen = 1;
+			oxr_rmsg *m = oxr_link_take(l);
+			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
+			oxr_rmsg_free(m);
 		}
 		if (!l->ball_seen && l->state == LINK_FAILED) {
 			if (b->st == OXR_OK)

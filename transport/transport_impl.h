@@ -177,6 +177,8 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
  * first OX_SYNC_BALL dropped, sends not started dropped, the one half
  * written marked to complete with OXR_ERR_REVOKED. */
 void oxr_link_revoke_queues(oxr_group *g, struct link *l);
+/* The first queued message of l (NULL if none), out of the queue. */
+oxr_rmsg *oxr_link_take(struct link *l);
 /* Sets ball_queued from what rq holds. */
 void oxr_link_note_balls(struct link *l);
 /* revoke.c: marks the group revoked in this epoch (once: later calls do
