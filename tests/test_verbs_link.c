@@ -184,7 +184,7 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 {
 	struct pair p;
 	struct win_arg wa, wb;
-	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[64];
+	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[300];
 	uint64_t addr, addr2;
 	uint32_t rkey, rkey2;
 	oxr_win_note n;

@@ -366,6 +366,9 @@ void oxr_link_write(oxr_group *g, struct link *l)
 		int niov = op->niov - op->cur;
 		ssize_t k;
 
+		/* offered to the transport: a verbs rendezvous may have announced
+		 * it even when no byte counts as written yet, so it must finish */
+		op->started = 1;
 		k = stream_sendv(g, l, op->iov + op->cur, niov > 64 ? 64 : niov);
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
@@ -375,7 +378,6 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
-		op->started = 1;
 		while (k > 0) { /* resume inside a partly written iovec next time */
 			struct iovec *v = &op->iov[op->cur];
 			size_t t = (size_t)k < v->iov_len ? (size_t)k : v->iov_len;
