@@ -311,8 +311,10 @@ static void *duplex(void *arg)
 	return NULL;
 }
 
-/* 4 slots of 256 bytes: every message wraps the ring, and credits run out often. */
-Test(verbs, tiny_ring_wraps_and_runs_out_of_credits_both_ways)
+/* Both ways at once over 4 slots of 256 bytes: every message wraps the ring
+ * and credits run out often; rank 0 sends count messages of up to big
+ * bytes, rank 1 up to small.  rndv: OXR_VERBS_RNDV for both, or NULL. */
+static void tiny_ring_duplex(const char *rndv, int count, size_t big, size_t small)
 {
 	struct pair p;
 	struct duplex a, b;
@@ -321,14 +323,16 @@ Test(verbs, tiny_ring_wraps_and_runs_out_of_credits_both_ways)
 
 	setenv("OXR_VERBS_SLOTS", "4", 1);
 	setenv("OXR_VERBS_SLOT_BYTES", "256", 1);
+	if (rndv)
+		setenv("OXR_VERBS_RNDV", rndv, 1);
 	verbs_pair(&p);
 	unsetenv("OXR_VERBS_SLOTS");
 	unsetenv("OXR_VERBS_SLOT_BYTES");
-	/* a -> b messages up to 3000 bytes (12 slots), b -> a up to 700 */
-	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = 3000, .max_len = 3000, .hash = h0 };
-	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = 3000, .max_len = 700, .hash = h0 };
-	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = 3000, .max_len = 700, .hash = h0 };
-	b.in = (struct stream_arg){ .g = p.b, .peer = 0, .count = 3000, .max_len = 3000, .hash = h0 };
+	unsetenv("OXR_VERBS_RNDV");
+	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = count, .max_len = big, .hash = h0 };
+	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = count, .max_len = small, .hash = h0 };
+	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = count, .max_len = small, .hash = h0 };
+	b.in = (struct stream_arg){ .g = p.b, .peer = 0, .count = count, .max_len = big, .hash = h0 };
 	pthread_create(&t, NULL, duplex, &a);
 	duplex(&b);
 	pthread_join(t, NULL);
@@ -339,6 +343,12 @@ Test(verbs, tiny_ring_wraps_and_runs_out_of_credits_both_ways)
 	cr_assert_eq(b.in.hash, a.out.hash, "a -> b intact");
 	cr_assert_eq(a.in.hash, b.out.hash, "b -> a intact");
 	free_pair(&p);
+}
+
+/* a -> b messages up to 3000 bytes (12 slots), b -> a up to 700 */
+Test(verbs, tiny_ring_wraps_and_runs_out_of_credits_both_ways)
+{
+	tiny_ring_duplex(NULL, 3000, 3000, 700);
 }
 
 /* count messages of up to (fixed: of) max_len bytes from rank 1 to rank 0
@@ -437,32 +447,7 @@ Test(verbs, rendezvous_without_cache_and_copies_without_rendezvous)
  * are copied from there, while credits run out both ways. */
 Test(verbs, small_rendezvous_pieces_bounce_through_the_ring)
 {
-	struct pair p;
-	struct duplex a, b;
-	const uint64_t h0 = 14695981039346656037ull;
-	pthread_t t;
-
-	setenv("OXR_VERBS_SLOTS", "4", 1);
-	setenv("OXR_VERBS_SLOT_BYTES", "256", 1);
-	setenv("OXR_VERBS_RNDV", "300", 1);
-	verbs_pair(&p);
-	unsetenv("OXR_VERBS_SLOTS");
-	unsetenv("OXR_VERBS_SLOT_BYTES");
-	unsetenv("OXR_VERBS_RNDV");
-	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = 1000, .max_len = 40000, .hash = h0 };
-	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = 1000, .max_len = 3000, .hash = h0 };
-	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = 1000, .max_len = 3000, .hash = h0 };
-	b.in = (struct stream_arg){ .g = p.b, .peer = 0, .count = 1000, .max_len = 40000, .hash = h0 };
-	pthread_create(&t, NULL, duplex, &a);
-	duplex(&b);
-	pthread_join(t, NULL);
-	cr_assert_eq(a.out.st, OXR_OK, "a sends: %s", a.out.err);
-	cr_assert_eq(b.out.st, OXR_OK, "b sends: %s", b.out.err);
-	cr_assert_eq(a.in.st, OXR_OK, "a receives: %s", a.in.err);
-	cr_assert_eq(b.in.st, OXR_OK, "b receives: %s", b.in.err);
-	cr_assert_eq(b.in.hash, a.out.hash, "a -> b intact");
-	cr_assert_eq(a.in.hash, b.out.hash, "b -> a intact");
-	free_pair(&p);
+	tiny_ring_duplex("300", 1000, 40000, 3000);
 }
 
 /* auto on one side, tcp on the other: the link works over tcp; verbs on one
