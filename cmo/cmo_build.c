@@ -353,3 +353,40 @@ int oxr_cmo_equal(const oxr_cmo *x, const oxr_cmo *y)
 			return 0;
 	return 1;
 }
+
+oxr_status_t oxr_cmo_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out)
+{
+	oxr_cmo *c;
+	uint32_t i;
+
+	if (o->nkids == 0 && !o->data) {
+		switch (o->tag) {
+		case OXR_CMO_NULL: *out = oxr_cmo_null(); return OXR_OK;
+		case OXR_CMO_ZERO: *out = oxr_cmo_zero(); return OXR_OK;
+		case OXR_CMO_DMS_GENERIC: *out = oxr_cmo_dms_generic(); return OXR_OK;
+		case OXR_CMO_ERROR: *out = oxr_cmo_error(); return OXR_OK;
+		default: break;
+		}
+	}
+	if (!(c = oxr_arena_alloc(a, sizeof(*c))))
+		return oxr_err(OXR_ERR_NOMEM, "copy of a CMO: out of memory");
+	*c = *o;
+	if (o->len) {
+		uint8_t *d = oxr_arena_alloc(a, o->len);
+		if (!d)
+			return oxr_err(OXR_ERR_NOMEM, "copy of a CMO: out of memory");
+		memcpy(d, o->data, o->len);
+		c->data = d;
+	}
+	if (o->nkids) {
+		if (!(c->kids = oxr_arena_alloc(a, sizeof(*c->kids) * o->nkids)))
+			return oxr_err(OXR_ERR_NOMEM, "copy of a CMO: out of memory");
+		for (i = 0; i < o->nkids; i++) {
+			oxr_status_t st = oxr_cmo_copy(a, o->kids[i], &c->kids[i]);
+			if (st)
+				return st;
+		}
+	}
+	*out = c;
+	return OXR_OK;
+}

@@ -26,6 +26,7 @@ const char *oxr_strerror(oxr_status_t status)
 	case OXR_ERR_TIMEOUT: return "timed out";
 	case OXR_ERR_AUTH: return "authentication failed";
 	case OXR_ERR_PEER: return "peer failed";
+	case OXR_ERR_INTR: return "interrupted";
 	}
 	return "unknown status";
 }

@@ -16,6 +16,7 @@
  * down the tree first so that every rank learns it.  Only the root knows
  * the size, so only it can choose.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "bcast_common.h"
@@ -65,7 +66,8 @@ static oxr_status_t root_side(oxr_group *g, int root, const oxr_cmo *o, size_t t
 	return to_children(g, root, 0, o, 0);
 }
 
-oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms)
+static oxr_status_t bcast_run(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a,
+			      int timeout_ms, int plain)
 {
 	int n, rank, rel, parent;
 	size_t threshold, chunk;
@@ -80,6 +82,8 @@ oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int 
 			      &threshold)) ||
 	    (st = bc_env_size("OXR_BCAST_CHUNK_BYTES", OXR_BCAST_CHUNK_DEFAULT, 64, &chunk)))
 		return st;
+	if (plain)
+		threshold = SIZE_MAX;
 	if (!obj || (oxr_group_rank(g) == root ? !*obj : !a))
 		return oxr_err(OXR_ERR_INVAL, "bcast: %s", !obj ? "obj is NULL" :
 			       oxr_group_rank(g) == root ? "the root's *obj is NULL" : "no arena");
@@ -110,7 +114,17 @@ oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int 
 	/* the children first: they are the critical path, the copy is not */
 	st = to_children(g, root, rel, m->msg.cmo, 0);
 	if (st == OXR_OK)
-		st = bc_copy(a, m->msg.cmo, obj);
+		st = oxr_cmo_copy(a, m->msg.cmo, obj);
 	oxr_rmsg_free(m);
 	return st;
+}
+
+oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms)
+{
+	return bcast_run(g, root, obj, a, timeout_ms, 0);
+}
+
+oxr_status_t oxr_bcast_plain(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms)
+{
+	return bcast_run(g, root, obj, a, timeout_ms, 1);
 }

@@ -125,43 +125,6 @@ oxr_status_t bc_send_mark(oxr_group *g, int peer, int32_t mark)
 	return bc_send(g, peer, &m);
 }
 
-oxr_status_t bc_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out)
-{
-	oxr_cmo *c;
-	uint32_t i;
-
-	if (o->nkids == 0 && !o->data) {
-		switch (o->tag) {
-		case OXR_CMO_NULL: *out = oxr_cmo_null(); return OXR_OK;
-		case OXR_CMO_ZERO: *out = oxr_cmo_zero(); return OXR_OK;
-		case OXR_CMO_DMS_GENERIC: *out = oxr_cmo_dms_generic(); return OXR_OK;
-		case OXR_CMO_ERROR: *out = oxr_cmo_error(); return OXR_OK;
-		default: break;
-		}
-	}
-	if (!(c = oxr_arena_alloc(a, sizeof(*c))))
-		return OXR_ERR_NOMEM;
-	*c = *o;
-	if (o->len) {
-		uint8_t *d = oxr_arena_alloc(a, o->len);
-		if (!d)
-			return OXR_ERR_NOMEM;
-		memcpy(d, o->data, o->len);
-		c->data = d;
-	}
-	if (o->nkids) {
-		if (!(c->kids = oxr_arena_alloc(a, sizeof(*c->kids) * o->nkids)))
-			return OXR_ERR_NOMEM;
-		for (i = 0; i < o->nkids; i++) {
-			oxr_status_t st = bc_copy(a, o->kids[i], &c->kids[i]);
-			if (st)
-				return st;
-		}
-	}
-	*out = c;
-	return OXR_OK;
-}
-
 oxr_status_t bc_env_size(const char *name, size_t def, size_t min, size_t *out)
 {
 	const char *s = getenv(name);

@@ -48,9 +48,6 @@ static inline int bc_top_mask(int rel, int n)
 	return m;
 }
 
-/* A copy of o owning all its memory in a (the bodiless singletons are
- * shared, as the builders share them). */
-oxr_status_t bc_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out);
 
 /* A byte count from the environment, or def; a malformed value is an error
  * naming the variable. */

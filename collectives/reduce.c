@@ -80,7 +80,7 @@ static void step(struct state *s, const struct combiner *c, const oxr_cmo *y)
 		fail(s, st, oxr_errmsg());
 		return;
 	}
-	if ((st = bc_copy(s->nxt, tmp, &res))) {
+	if ((st = oxr_cmo_copy(s->nxt, tmp, &res))) {
 		fail(s, st, oxr_errmsg());
 		return;
 	}
@@ -166,7 +166,7 @@ static oxr_status_t run(oxr_group *g, int root, const struct combiner *c, const 
 		if (s.rel + mask < s.n)
 			from_child(&s, c, bc_abs(s.rel + mask, root, s.n));
 	}
-	if (st == OXR_OK && s.rel == 0 && !s.err && (st = bc_copy(a, s.data, out)))
+	if (st == OXR_OK && s.rel == 0 && !s.err && (st = oxr_cmo_copy(a, s.data, out)))
 		fail(&s, st, oxr_errmsg());
 	oxr_arena_destroy(s.cur);
 	oxr_arena_destroy(s.nxt);

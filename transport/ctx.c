@@ -166,6 +166,11 @@ const char *oxr_ctx_transport(const oxr_ctx *c)
 	return c->transport;
 }
 
+void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag)
+{
+	c->intr = flag;
+}
+
 void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };

@@ -390,13 +390,46 @@ oxr_rmsg *oxr_req_take(oxr_req *r)
 	return m;
 }
 
+static int req_is_done(void *arg)
+{
+	return ((oxr_req *)arg)->op == NULL;
+}
+
 void oxr_req_free(oxr_req *r)
 {
 	if (!r)
 		return;
-	if (r->op) { /* still queued: it completes, then frees itself */
-		r->op->req = NULL;
-		r->op->orphan = 1;
+	if (r->op && !r->op->started) {
+		/* not begun: it leaves the queue, so the caller's memory it points
+		 * at may go as soon as this returns */
+		struct link *l = &r->g->links[r->peer];
+		struct sendop **pp;
+		for (pp = &l->sq_head; *pp && *pp != r->op; pp = &(*pp)->next)
+			;
+		if (*pp) {
+			*pp = r->op->next;
+			for (l->sq_tail = l->sq_head; l->sq_tail && l->sq_tail->next;)
+				l->sq_tail = l->sq_tail->next;
+			free(r->op->mem);
+			free(r->op);
+			r->op = NULL;
+		}
+	}
+	if (r->op) {
+		/* begun (bytes out, or announced to a verbs peer that reads them):
+		 * it is finished from the caller's memory before that may go; a
+		 * link that fails ends it too */
+		r->g->hold_revoke++;
+		(void)oxr_progress_until(r->g, req_is_done, r, -1);
+		r->g->hold_revoke--;
+		if (r->op) { /* the engine itself failed: the op must not outlive us */
+			oxr_link_fail(r->g, &r->g->links[r->peer], OXR_ERR_IO,
+				      "a send freed half written");
+			if (r->op) {
+				r->op->req = NULL;
+				r->op->orphan = 1;
+			}
+		}
 	}
 	oxr_rmsg_free(r->m);
 	free(r);

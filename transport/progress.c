@@ -472,6 +472,9 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		 * with it (a peer's reset ball right behind its revoke) */
 		if (g->revoked && !g->resetting && !g->hold_revoke)
 			return oxr_revoked_err(g, "wait");
+		/* a send, once offered, finishes (its bytes may be half out) */
+		if (g->ctx->intr && *g->ctx->intr && !g->hold_revoke && !done(arg))
+			return oxr_err(OXR_ERR_INTR, "rank %d: wait interrupted", g->rank);
 		if (done(arg))
 			break;
 		t = now_us();

@@ -190,6 +190,16 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 		return OXR_OK;
 	}
 	failed = (int32_t)v[4];
+	/* an old epoch's revoke, or one more of this epoch's, is dropped before
+	 * its ranks are looked at: a shrink may have renumbered the group since,
+	 * so they may lie outside it now */
+	if ((v[2] == g->epoch && g->revoked) ||
+	    (v[2] != g->epoch && !(v[2] == g->epoch + 1 && g->resetting && l->ball_seen))) {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a revoke of epoch %u from rank %d dropped "
+			"(this rank is at %u%s)", g->rank, v[2], l->peer, g->epoch,
+			g->revoked ? ", revoked already" : "");
+		return OXR_OK;
+	}
 	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size || failed < -1 || failed >= g->size)
 		goto bad;
 	if (v[2] == g->epoch && failed >= 0 && !g->revoked) {
@@ -205,15 +215,12 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 		else
 			oxr_revoke_local(g, l->peer, (int)v[3], "group revoked by rank %d, forwarded "
 					 "by rank %d (epoch %u)", (int)v[3], l->peer, g->epoch);
-	} else if (v[2] == g->epoch + 1 && g->resetting && l->ball_seen) {
+	} else {
 		/* the peer finished the reset and revoked the next epoch already */
 		g->revoke_next = 1;
 		g->revoke_origin = (int)v[3];
 		snprintf(g->revoke_msg, sizeof(g->revoke_msg), "group revoked by rank %d (epoch %u)",
 			 (int)v[3], v[2]);
-	} else {
-		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a revoke of epoch %u from rank %d dropped "
-			"(this rank is at %u)", g->rank, v[2], l->peer, g->epoch);
 	}
 	return OXR_OK;
 bad:

@@ -26,6 +26,7 @@ struct oxr_ctx {
 	struct oxr_rcache *rcache; /* registrations of receive memory (verbs_rcache.h) */
 	int vcm;                 /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
+	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 };
 
 /* The epoll keys of the group's completion channel and of the device's

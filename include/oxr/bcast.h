@@ -48,6 +48,9 @@ extern "C" {
  * ranks below it in the tree or chain too, each within its timeout_ms.
  */
 oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms);
+/* Always the binomial tree of whole OX_DATA messages, whatever the size:
+ * the bytes ox_asir sends and expects, for groups with OpenXM peers. */
+oxr_status_t oxr_bcast_plain(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms);
 
 /*
  * Reduction to root with a named op: "+", "*", "max", "min" on numbers

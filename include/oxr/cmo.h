@@ -145,6 +145,9 @@ oxr_cmo *oxr_cmo_new_monomial32(oxr_arena *a, uint32_t nexp, const int32_t *exps
 /* An array payload object: ARRAY_OF_64BIT_MACHINE_DOUBLE (n doubles). */
 oxr_cmo *oxr_cmo_new_double_array(oxr_arena *a, const double *v, uint32_t n);
 
+/* A deep copy of o into a (the shared singletons stay shared). */
+oxr_status_t oxr_cmo_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out);
+
 /* ---- accessors ------------------------------------------------------ */
 
 /* ZZ (or INT32) value into z. */

@@ -31,6 +31,7 @@ enum {
 	OXR_ERR_TIMEOUT = -11,    /* a bounded wait ran out */
 	OXR_ERR_AUTH = -12,       /* a peer failed authentication */
 	OXR_ERR_PEER = -13,       /* a peer failed or its link broke */
+	OXR_ERR_INTR = -14,       /* a wait was interrupted on purpose (oxr_ctx_set_interrupt) */
 };
 
 /* Short fixed text for a status code ("malformed input", ...). */

@@ -57,6 +57,7 @@
 #ifndef OXR_TRANSPORT_H
 #define OXR_TRANSPORT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,10 @@ void oxr_ctx_destroy(oxr_ctx *c);
  * links are always tcp; a verbs context falls back to tcp per link when the
  * peer has no verbs, unless OXR_TRANSPORT=verbs). */
 const char *oxr_ctx_transport(const oxr_ctx *c);
+/* While *flag is nonzero, every wait of the context's groups (but a send's,
+ * which finishes what it began) returns OXR_ERR_INTR: an engine's signal
+ * handler sets it to abandon work (an RFC-100 reset).  NULL: never. */
+void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag);
 
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
 /* Closes every link; pending receives are dropped. */

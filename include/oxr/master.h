@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The master side of OpenXM (RFC-100 client, RFC-102 driver): start N
+ * oxr-servers, push data and run commands on each, and drive them as a
+ * group (ranks, links, bcast, reduce, barrier, reset).  What Risa/Asir's
+ * ox_launch / ox_push_cmo / ox_cmd / ox_pop_cmo / ox_*_102 do, as a C API.
+ *
+ * Every call returns a status; a server's CMO_ERROR2 reply is
+ * OXR_ERR_PEER with the server's message in oxr_errmsg().
+ *
+ * Environment: OXR_SERVER (the oxr-server binary; default: next to the
+ * calling program, then $PATH) and what oxr/server.h lists, passed on to
+ * the servers.
+ */
+#ifndef OXR_MASTER_H
+#define OXR_MASTER_H
+
+#include "oxr/cmo.h"
+#include "oxr/ox.h"
+#include "oxr/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct oxr_master oxr_master;
+
+/* Starts n local oxr-servers (server: the binary, NULL: OXR_SERVER or the
+ * default), each with a data and a control channel. */
+oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out);
+/* Shuts every server down (SM_shutdown, then SIGKILL after timeout_ms). */
+void oxr_master_destroy(oxr_master *m, int timeout_ms);
+int oxr_master_size(const oxr_master *m);
+/* The data channel's socket of server i (for tests that write raw bytes). */
+int oxr_master_data_fd(const oxr_master *m, int i);
+/* The byte order negotiated with server i. */
+int oxr_master_order(const oxr_master *m, int i);
+
+/* Waits for server i's process to end (its waitpid status). */
+oxr_status_t oxr_master_wait(oxr_master *m, int i, int timeout_ms, int *status);
+
+/* RFC-100: push an object, send a command, pop the top (SM_popCMO and its
+ * reply; a CMO_ERROR2 reply is returned as the object, status OXR_OK). */
+oxr_status_t oxr_master_push(oxr_master *m, int i, const oxr_cmo *o);
+oxr_status_t oxr_master_cmd(oxr_master *m, int i, int32_t sm);
+oxr_status_t oxr_master_pop(oxr_master *m, int i, int timeout_ms, oxr_arena *a, oxr_cmo **out);
+/* Reads the next reply (an OX_DATA) without asking: after an SM_popString
+ * sent with oxr_master_cmd, say. */
+oxr_status_t oxr_master_recv(oxr_master *m, int i, int timeout_ms, oxr_arena *a, oxr_cmo **out);
+/* Pushes args (last first) and n and name, then SM_executeFunction. */
+oxr_status_t oxr_master_call(oxr_master *m, int i, const char *fn, int argc,
+			     const oxr_cmo *const *args);
+/* Pops the top and fails (OXR_ERR_PEER, the message) when it is an error;
+ * out may be NULL. */
+oxr_status_t oxr_master_result(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
+			       oxr_cmo **out);
+/* RFC-100 reset of server i: SM_control_reset_connection, drop the data
+ * channel up to the server's OX_SYNC_BALL, send ours. */
+oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
+
+/* RFC-102, over all servers: ranks 0..n-1 and every pair linked (with an
+ * oxr token unless plain, so oxr-servers use authenticated links and RDMA
+ * where they can; plain: OpenXM links, ox_asir's bytes). */
+oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
+/* Each pushes the result on every server (RFC-102 conventions). */
+oxr_status_t oxr_master_bcast(oxr_master *m, int root, const oxr_cmo *o);
+oxr_status_t oxr_master_reduce(oxr_master *m, int root, const char *op);
+/* SM_reset_102 everywhere, after an RFC-100 reset of every server. */
+oxr_status_t oxr_master_reset_102(oxr_master *m, int timeout_ms);
+/* Waits until every server has run all it was sent (SM_getsp round trip)
+ * and checks that none has an error on top of its stack. */
+oxr_status_t oxr_master_sync(oxr_master *m, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

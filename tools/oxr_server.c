@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oxr-server: an OpenXM engine (RFC-100 stack machine, RFC-102 commands)
+ * whose server-to-server links are oxr links.  Started like any OpenXM
+ * engine:
+ *   oxr-server                        the data channel is fds 3 (read) and
+ *                                     4 (write), handed over by a launcher
+ *   oxr-server --control-fd N         ... and the control channel is fd N
+ *   oxr-server --listen PORT          accepts the control, then the data
+ *                                     connection on PORT (0: the OS picks,
+ *                                     printed as "port P" on stdout)
+ *   oxr-server --connect HOST:PORT    connects control, then data, to HOST:PORT
+ *   --password PW   the one-time password of OpenXM's ox launcher: the side
+ *                   that connects writes PW and a NUL, the other checks it
+ *   --no-control    --listen/--connect open the data channel only
+ * With a control channel the process splits as OpenXM's launcher does: the
+ * parent serves the control channel (SM_control_reset_connection sends the
+ * engine SIGUSR1, SM_control_kill and SM_shutdown kill it) and the child is
+ * the engine.  Byte order is negotiated on each channel as the engine side.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "oxr/server.h"
+#include "oxr_internal.h"
+#include "transport_impl.h"
+
+#define HANDSHAKE_MS 30000
+
+static volatile sig_atomic_t *reset_flag;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	if (reset_flag)
+		*reset_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: oxr-server [--control-fd N] [--listen PORT | --connect HOST:PORT]\n"
+		   "                  [--password PW] [--no-control]\n"
+		   "Without --listen/--connect the data channel is fds 3 (read) and 4 (write).\n");
+}
+
+static int die(const char *what)
+{
+	fprintf(stderr, "oxr-server: %s: %s\n", what, oxr_errmsg());
+	return 1;
+}
+
+/* The ox launcher's one-time password: PW and a NUL from whoever connects. */
+static oxr_status_t password(int fd, const char *pw, int connector)
+{
+	size_t n = strlen(pw) + 1;
+	char *got;
+	oxr_status_t st;
+	int64_t deadline = oxr_now_ms() + HANDSHAKE_MS;
+
+	if (connector)
+		return oxr_tcp_io(fd, (void *)pw, n, 1, deadline, "master");
+	if (!(got = malloc(n)))
+		return oxr_err(OXR_ERR_NOMEM, "password: out of memory");
+	st = oxr_tcp_io(fd, got, n, 0, deadline, "master");
+	if (st == OXR_OK && memcmp(got, pw, n))
+		st = oxr_err(OXR_ERR_AUTH, "the master's one-time password is wrong");
+	free(got);
+	return st;
+}
+
+static oxr_status_t open_channels(const char *listen_port, const char *connect, const char *pw,
+				  int with_control, int *cfd, int *dfd)
+{
+	int fds[2] = { -1, -1 }, i, n = with_control ? 2 : 1;
+	oxr_status_t st;
+
+	if (listen_port) {
+		int lfd, bound;
+		if ((st = oxr_tcp_listen(atoi(listen_port), &lfd, &bound)))
+			return st;
+		printf("port %d\n", bound);
+		fflush(stdout);
+		for (i = 0; i < n; i++) {
+			char addr[80];
+			if ((st = oxr_tcp_accept(lfd, -1, &fds[i], addr, sizeof(addr))))
+				break;
+		}
+		close(lfd);
+	} else {
+		char host[256];
+		const char *colon = strrchr(connect, ':');
+		if (!colon || (size_t)(colon - connect) >= sizeof(host))
+			return oxr_err(OXR_ERR_INVAL, "--connect wants HOST:PORT, got \"%s\"", connect);
+		memcpy(host, connect, (size_t)(colon - connect));
+		host[colon - connect] = 0;
+		for (i = 0, st = OXR_OK; i < n && !st; i++)
+			st = oxr_tcp_connect(host, atoi(colon + 1), HANDSHAKE_MS, &fds[i]);
+	}
+	for (i = 0; i < n && !st && pw; i++)
+		st = password(fds[i], pw, connect != NULL);
+	if (st) {
+		for (i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return st;
+	}
+	*cfd = with_control ? fds[0] : -1;
+	*dfd = fds[n - 1];
+	return OXR_OK;
+}
+
+static int run_engine(int rfd, int wfd)
+{
+	oxr_engine *e;
+	int order;
+	oxr_status_t st;
+
+	if ((st = oxr_order_exchange(rfd, wfd, OXR_ROLE_ENGINE, oxr_order_byte(OXR_ORDER_HOST),
+				     HANDSHAKE_MS, &order)))
+		return die("byte order on the data channel");
+	if ((st = oxr_engine_create(NULL, wfd, order, 0, &e)))
+		return die("engine");
+	reset_flag = oxr_engine_reset_flag(e);
+	st = oxr_engine_serve(e, rfd);
+	if (st && st != OXR_ERR_CLOSED)
+		fprintf(stderr, "oxr-server: %s\n", oxr_errmsg());
+	reset_flag = NULL;
+	oxr_engine_destroy(e);
+	return st && st != OXR_ERR_CLOSED ? 1 : 0;
+}
+
+/* The control process: relays the control commands to the engine child. */
+static int control(int cfd, pid_t engine)
+{
+	oxr_arena *a;
+	oxr_decoder *d;
+	uint8_t buf[4096];
+	int order, status, rc = -1;
+
+	if (oxr_order_exchange(cfd, cfd, OXR_ROLE_ENGINE, oxr_order_byte(OXR_ORDER_HOST),
+			       HANDSHAKE_MS, &order) ||
+	    oxr_arena_create(&a) || oxr_decoder_create(&d, OXR_DECODE_OX, order, NULL, a)) {
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+		return die("control channel");
+	}
+	while (rc < 0) {
+		struct pollfd p = { .fd = cfd, .events = POLLIN };
+		ssize_t k;
+		size_t off = 0;
+		if (waitpid(engine, &status, WNOHANG) == engine) {
+			rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			break;
+		}
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		if ((k = read(cfd, buf, sizeof(buf))) <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			kill(engine, SIGKILL); /* the master is gone */
+			break;
+		}
+		while (off < (size_t)k && rc < 0) {
+			size_t used;
+			oxr_status_t st = oxr_decoder_feed(d, buf + off, (size_t)k - off, 0, &used);
+			const oxr_ox_msg *m;
+			if (st == OXR_AGAIN)
+				break;
+			if (st) {
+				fprintf(stderr, "oxr-server: control channel: %s\n", oxr_errmsg());
+				kill(engine, SIGKILL);
+				rc = 1;
+				break;
+			}
+			off += used;
+			m = oxr_decoder_msg(d);
+			if (m->tag == OXR_OX_COMMAND && m->sm == OXR_SM_control_reset_connection)
+				kill(engine, SIGUSR1);
+			else if (m->tag == OXR_OX_COMMAND &&
+				 (m->sm == OXR_SM_control_kill || m->sm == OXR_SM_shutdown)) {
+				kill(engine, SIGKILL);
+				rc = 0;
+			}
+			oxr_arena_reset(a);
+		}
+	}
+	waitpid(engine, NULL, 0);
+	oxr_decoder_destroy(d);
+	oxr_arena_destroy(a);
+	return rc < 0 ? 0 : rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen_port = NULL, *connect = NULL, *pw = NULL;
+	int cfd = -1, dfd = -1, with_control = 1, i;
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pid_t pid;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--no-control")) {
+			with_control = 0;
+		} else if (v && !strcmp(a, "--control-fd")) {
+			cfd = atoi(v), i++;
+		} else if (v && !strcmp(a, "--listen")) {
+			listen_port = v, i++;
+		} else if (v && !strcmp(a, "--connect")) {
+			connect = v, i++;
+		} else if (v && !strcmp(a, "--password")) {
+			pw = v, i++;
+		} else {
+			fprintf(stderr, "oxr-server: unknown or incomplete option %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (listen_port && connect) {
+		fprintf(stderr, "oxr-server: --listen and --connect exclude each other\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL); /* before the fork: no early reset kills the engine */
+	if (listen_port || connect) {
+		if (open_channels(listen_port, connect, pw, with_control, &cfd, &dfd))
+			return die("opening the channels");
+	} else {
+		dfd = 3;
+	}
+	if (cfd < 0)
+		return run_engine(dfd, dfd == 3 ? 4 : dfd);
+	if ((pid = fork()) < 0) {
+		perror("oxr-server: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		close(cfd);
+		_exit(run_engine(dfd, dfd == 3 ? 4 : dfd));
+	}
+	close(dfd);
+	if (dfd == 3)
+		close(4);
+	return control(cfd, pid);
+}
