@@ -261,10 +261,10 @@ static oxr_status_t sm_execute(oxr_engine *e)
 	}
 	if ((st = oxr_arena_create(&a)))
 		goto out;
-	if ((st = eng_call(e, name, (int)n, objs, a, &res)) == OXR_OK) {
-		st = eng_push(e, res, a);
-		a = NULL;
-	}
+	/* a built-in may answer with (a part of) an argument, "max" say: the
+	 * result is copied out before the arguments go */
+	if ((st = eng_call(e, name, (int)n, objs, a, &res)) == OXR_OK)
+		st = eng_push_copy(e, res);
 out:
 	for (i = 0; args && i < n; i++)
 		eng_item_free(&args[i]);

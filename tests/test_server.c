@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@
 #include "oxr_internal.h"
 
 #define SERVER OXR_BIN_DIR "/oxr-server"
+
+extern char **environ;
 #define TMO 30000
 
 static oxr_master *M;
@@ -34,8 +37,19 @@ static void up(int n)
 	cr_assert_eq(oxr_master_launch(SERVER, n, &M), OXR_OK, "launch: %s", oxr_errmsg());
 }
 
+/* Every server still running ends by SM_shutdown, with status 0: no
+ * crash, and in the Sanitize build no leak (LeakSanitizer fails the exit). */
 static void down(void)
 {
+	int i, status;
+
+	for (i = 0; i < oxr_master_size(M); i++) {
+		(void)oxr_master_cmd(M, i, OXR_SM_shutdown);
+		if (oxr_master_wait(M, i, TMO, &status) == OXR_ERR_INVAL)
+			continue; /* the test waited for it already */
+		cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "server %d ended with status %#x", i, status);
+	}
 	oxr_master_destroy(M, 2000);
 	oxr_arena_destroy(A);
 	M = NULL;
@@ -693,4 +707,96 @@ Test(group, reset_during_a_long_bcast_brings_every_server_back, .timeout = 120)
 	for (i = 0; i < 4; i++)
 		pop_is(i, "(CMO_STRING,\"after\")");
 	down();
+}
+
+/* ---- started by hand: --listen with the ox launcher's password ------- */
+
+static pid_t spawn_listener(const char *pw, int *port)
+{
+	char *argv[] = { SERVER, "--listen", "0", "--password", (char *)pw, NULL };
+	posix_spawn_file_actions_t fa;
+	int out[2];
+	pid_t pid;
+	char line[64] = "";
+	size_t n = 0;
+
+	cr_assert_eq(pipe(out), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclose(&fa, out[0]);
+	cr_assert_eq(posix_spawn(&pid, SERVER, &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(out[1]);
+	while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	close(out[0]);
+	cr_assert_eq(sscanf(line, "port %d", port), 1, "oxr-server printed \"%s\"", line);
+	return pid;
+}
+
+static int dial(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+Test(launch, listen_with_a_one_time_password_then_serve)
+{
+	pid_t pid;
+	int port, cfd, dfd, order, corder, status;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 1 };
+	uint8_t *buf, got[64];
+	size_t len, have = 0;
+
+	cr_assert_eq(oxr_arena_create(&A), OXR_OK);
+	pid = spawn_listener("s3cret", &port);
+	cfd = dial(port);
+	cr_assert_eq(write(cfd, "s3cret", 7), 7); /* the password and its NUL */
+	dfd = dial(port);
+	cr_assert_eq(write(dfd, "s3cret", 7), 7);
+	cr_assert_eq(oxr_order_exchange(cfd, cfd, OXR_ROLE_CLIENT, OXR_ORDER_BYTE_NETWORK, TMO,
+					&corder), OXR_OK);
+	cr_assert_eq(oxr_order_exchange(dfd, dfd, OXR_ROLE_CLIENT, OXR_ORDER_BYTE_NETWORK, TMO,
+					&order), OXR_OK);
+	cr_assert_eq(order, OXR_ORDER_NETWORK);
+	m.cmo = T("(CMO_ZZ,14)");
+	cr_assert_eq(oxr_ox_encode_alloc(&m, 1, order, &buf, &len), OXR_OK);
+	cr_assert_eq(write(dfd, buf, len), (ssize_t)len);
+	free(buf);
+	m = (oxr_ox_msg){ .tag = OXR_OX_COMMAND, .serial = 2, .sm = OXR_SM_popCMO };
+	cr_assert_eq(oxr_ox_encode_alloc(&m, 1, order, &buf, &len), OXR_OK);
+	cr_assert_eq(write(dfd, buf, len), (ssize_t)len);
+	free(buf);
+	while (have < 20) {
+		ssize_t k = read(dfd, got + have, sizeof(got) - have);
+		cr_assert(k > 0);
+		have += (size_t)k;
+	}
+	{ /* OX_DATA, serial, then ZZ 14 = 00000014 00000001 0000000e (network order) */
+		static const uint8_t zz14[] = { 0, 0, 0, 0x14, 0, 0, 0, 1, 0, 0, 0, 0xe };
+		cr_assert_arr_eq(got + 8, zz14, 12);
+	}
+	/* SM_control_kill on the control channel ends it */
+	m = (oxr_ox_msg){ .tag = OXR_OX_COMMAND, .sm = OXR_SM_control_kill };
+	cr_assert_eq(oxr_ox_encode_alloc(&m, 1, corder, &buf, &len), OXR_OK);
+	cr_assert_eq(write(cfd, buf, len), (ssize_t)len);
+	free(buf);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	close(cfd);
+	close(dfd);
+
+	/* a wrong password is refused: the server ends without serving */
+	pid = spawn_listener("right", &port);
+	cfd = dial(port);
+	cr_assert_eq(write(cfd, "wrong", 6), 6);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x", status);
+	close(cfd);
+	oxr_arena_destroy(A);
 }

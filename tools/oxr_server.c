@@ -86,10 +86,11 @@ static oxr_status_t open_channels(const char *listen_port, const char *connect, 
 			return st;
 		printf("port %d\n", bound);
 		fflush(stdout);
-		for (i = 0; i < n; i++) {
+		/* each connection proves the password before the next is taken */
+		for (i = 0, st = OXR_OK; i < n && !st; i++) {
 			char addr[80];
-			if ((st = oxr_tcp_accept(lfd, -1, &fds[i], addr, sizeof(addr))))
-				break;
+			if (!(st = oxr_tcp_accept(lfd, -1, &fds[i], addr, sizeof(addr))) && pw)
+				st = password(fds[i], pw, 0);
 		}
 		close(lfd);
 	} else {
@@ -100,10 +101,9 @@ static oxr_status_t open_channels(const char *listen_port, const char *connect, 
 		memcpy(host, connect, (size_t)(colon - connect));
 		host[colon - connect] = 0;
 		for (i = 0, st = OXR_OK; i < n && !st; i++)
-			st = oxr_tcp_connect(host, atoi(colon + 1), HANDSHAKE_MS, &fds[i]);
+			if (!(st = oxr_tcp_connect(host, atoi(colon + 1), HANDSHAKE_MS, &fds[i])) && pw)
+				st = password(fds[i], pw, 1);
 	}
-	for (i = 0; i < n && !st && pw; i++)
-		st = password(fds[i], pw, connect != NULL);
 	if (st) {
 		for (i = 0; i < 2; i++)
 			if (fds[i] >= 0)
