@@ -385,30 +385,29 @@ oxr_status_t oxr_master_sync(oxr_master *m, int timeout_ms)
 	return first;
 }
 
+/* Pushes o, made in a for this push only, and frees a. */
+static oxr_status_t push_made(oxr_master *m, int i, oxr_arena *a, const oxr_cmo *o)
+{
+	oxr_status_t st = o ? oxr_master_push(m, i, o) : oxr_err(OXR_ERR_NOMEM, "out of memory");
+
+	oxr_arena_destroy(a);
+	return st;
+}
+
 static oxr_status_t push_int(oxr_master *m, int i, long v)
 {
 	oxr_arena *a;
-	oxr_cmo *o;
 	oxr_status_t st = oxr_arena_create(&a);
 
-	if (st)
-		return st;
-	st = (o = oxr_cmo_new_zz_si(a, v)) ? oxr_master_push(m, i, o) : OXR_ERR_NOMEM;
-	oxr_arena_destroy(a);
-	return st;
+	return st ? st : push_made(m, i, a, oxr_cmo_new_zz_si(a, v));
 }
 
 static oxr_status_t push_str(oxr_master *m, int i, const char *s)
 {
 	oxr_arena *a;
-	oxr_cmo *o;
 	oxr_status_t st = oxr_arena_create(&a);
 
-	if (st)
-		return st;
-	st = (o = oxr_cmo_new_string(a, s)) ? oxr_master_push(m, i, o) : OXR_ERR_NOMEM;
-	oxr_arena_destroy(a);
-	return st;
+	return st ? st : push_made(m, i, a, oxr_cmo_new_string(a, s));
 }
 
 static oxr_status_t set_token(oxr_master *m, int timeout_ms)
