@@ -529,6 +529,7 @@ static oxr_status_t step_ox(struct oxr_decoder *d)
 		case OXR_OX_PRIVATE_REVOKE:
 		case OXR_OX_PRIVATE_BYE:
 		case OXR_OX_PRIVATE_SHRINK:
+		case OXR_OX_PRIVATE_BEAT:
 			break;
 		case OXR_OX_LOCAL_OBJECT_ASIR:
 			return fail(d, OXR_ERR_UNSUPPORTED, at,

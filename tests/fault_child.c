@@ -8,8 +8,9 @@
  * Each survivor prints `rank R: OP failed at T (code)` when its operation
  * fails, shrinks the group, runs OP once more on the shrunk group, checks
  * the result and prints `rank R: OP recovered`, then, after closing the
- * group, `rank R: fds ok` if it holds no more file descriptors than before
- * the group was made.  T: CLOCK_MONOTONIC microseconds, one clock for all.
+ * group, `rank R: nothing leaked` if it holds no more file descriptors than before
+ * the group was made, and no verbs queue pair or memory registration
+ * (oxr_verbs_objects).  T: CLOCK_MONOTONIC microseconds, one clock for all.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -144,6 +145,7 @@ int main(int argc, char **argv)
 	oxr_status_t st;
 	long long start, kill_at;
 	int n, victim, fds0, wrong = 0;
+	uint64_t qps, mrs;
 
 	fds0 = count_fds();
 	if (oxr_boot_open(&b) || oxr_ctx_create(&c) || oxr_group_boot(c, b, &g) ||
@@ -202,10 +204,12 @@ int main(int argc, char **argv)
 	oxr_group_destroy(g);
 	oxr_ctx_destroy(c);
 	oxr_boot_close(b);
-	if (count_fds() <= fds0)
-		printf("rank %d: fds ok\n", rank);
+	oxr_verbs_objects(&qps, &mrs);
+	if (count_fds() <= fds0 && qps == 0 && mrs == 0)
+		printf("rank %d: nothing leaked\n", rank);
 	else
-		fprintf(stderr, "rank %d: %d file descriptors before, %d after\n", rank, fds0,
-			count_fds());
+		fprintf(stderr, "rank %d: %d file descriptors before, %d after; %llu queue pairs and "
+			"%llu memory registrations left\n", rank, fds0, count_fds(),
+			(unsigned long long)qps, (unsigned long long)mrs);
 	return 0;
 }

@@ -11,7 +11,15 @@
  *   revoke_child shrink: rank n/2 dies; the survivors see it, shrink to n-1
  *   ranks (renumbered, epoch 1), pass a token round the new ring and put
  *   into a window.  Prints `rank R: shrink ok (now S of N)`.
+ *   revoke_child stop (with OXR_HEARTBEAT_MS set): the last rank tells
+ *   rank 0 its pid and stops itself (SIGSTOP): alive to the kernel, so no
+ *   link ever breaks; the heartbeat must find it.  The others wait for it,
+ *   fail naming it, shrink, pass a token round, and rank 0 kills it.
+ *   Prints `rank R: heartbeat ok (T ms)`, plus `rank R: found it` on a rank
+ *   whose own heartbeat saw the silence first.
  */
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +129,56 @@ static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 	return 0;
 }
 
+static int stop_mode(oxr_group *g, oxr_arena *a, int n)
+{
+	oxr_ox_msg out = { .tag = OXR_OX_DATA };
+	oxr_rmsg *m = NULL;
+	char want[32];
+	long t0, victim = 0;
+	oxr_status_t st;
+	int fd;
+
+	if (rank == n - 1) {
+		pid_t self = getpid();
+		if (fork() == 0) { /* a safety net only: rank 0 kills it first */
+			int i;
+			for (fd = 0; fd < 1024; fd++) /* no link, no pipe of oxr-run kept open */
+				close(fd);
+			for (i = 0; i < 200 && getppid() == self; i++)
+				usleep(100000);
+			kill(self, SIGKILL);
+			_exit(0);
+		}
+		out.cmo = oxr_cmo_new_int32(a, (int32_t)self);
+		CHECK(oxr_send(g, 0, &out) == OXR_OK, "the pid to rank 0");
+		raise(SIGSTOP);
+		return 1; /* never: it is killed while stopped */
+	}
+	if (rank == 0) {
+		CHECK(oxr_recv(g, n - 1, 20000, &m) == OXR_OK, "the victim's pid");
+		victim = m->msg.cmo->v.i32;
+		oxr_rmsg_free(m);
+	}
+	t0 = now_ms();
+	st = oxr_recv(g, n - 1, 20000, &m);
+	CHECK(st == OXR_ERR_PEER, "the wait ended with %d, not OXR_ERR_PEER", st);
+	snprintf(want, sizeof(want), "rank %d failed", n - 1);
+	CHECK(strstr(oxr_errmsg(), want), "the error names the stopped rank: %s", oxr_errmsg());
+	if (strstr(oxr_errmsg(), "sent nothing"))
+		printf("rank %d: found it\n", rank);
+	t0 = now_ms() - t0;
+	CHECK(oxr_group_shrink(g, 20000) == OXR_OK, "shrink");
+	CHECK(oxr_group_size(g) == n - 1, "the survivors");
+	if (ring(g, a))
+		return 1;
+	if (rank == 0) {
+		kill((pid_t)victim, SIGKILL);
+		(void)waitpid(-1, NULL, WNOHANG);
+	}
+	printf("rank %d: heartbeat ok (%ld ms)\n", rank, t0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	oxr_boot *b;
@@ -139,8 +197,11 @@ int main(int argc, char **argv)
 	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	last = n - 1;
-	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill"))) {
-		int rc = !strcmp(argv[1], "kill") ? kill_mode(g, n) : shrink_mode(g, a, n);
+	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill") ||
+			 !strcmp(argv[1], "stop"))) {
+		int rc = !strcmp(argv[1], "kill")   ? kill_mode(g, n)
+			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n)
+						    : shrink_mode(g, a, n);
 		oxr_arena_destroy(a);
 		oxr_group_destroy(g);
 		oxr_ctx_destroy(c);

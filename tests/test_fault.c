@@ -60,7 +60,7 @@ static void trial(const char *op, int p, unsigned seed, struct row *row, char *w
 		}
 		snprintf(line, sizeof(line), "rank %d: %s recovered", i, op);
 		rec += count_of(r.out, line) == 1;
-		snprintf(line, sizeof(line), "rank %d: fds ok", i);
+		snprintf(line, sizeof(line), "rank %d: nothing leaked", i);
 		fds += count_of(r.out, line) == 1;
 	}
 	if (victim >= 0 && det == p - 1)
@@ -68,7 +68,7 @@ static void trial(const char *op, int p, unsigned seed, struct row *row, char *w
 	if (victim >= 0 && rec == p - 1 && fds == p - 1)
 		row->recovered++;
 	else if (!why[0])
-		snprintf(why, wn, "%s P=%d seed %u: victim %d, %d detected, %d recovered, %d fds ok\n"
+		snprintf(why, wn, "%s P=%d seed %u: victim %d, %d detected, %d recovered, %d leaked nothing\n"
 			 "stdout:\n%.2000s\nstderr:\n%.2000s", op, p, seed, victim, det, rec, fds, r.out,
 			 r.err);
 	run_free(&r);

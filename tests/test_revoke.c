@@ -330,6 +330,35 @@ Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 	}
 }
 
+/* A rank stopped (SIGSTOP) breaks no link; the heartbeat finds it, every
+ * survivor fails naming it, and they shrink to a group that works. */
+Test(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
+{
+	int n;
+
+	for (n = 2; n <= 5; n += 3) {
+		char nbuf[16], line[64];
+		const char *argv[] = { RUN, "--survive", "-n", nbuf, "--", CHILD, "stop", NULL };
+		const char *env[] = { "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=400", NULL };
+		struct run r;
+		int i;
+
+		snprintf(nbuf, sizeof(nbuf), "%d", n);
+		r = spawn_run(argv, env, NULL, 120);
+		for (i = 0; i < n - 1; i++) {
+			snprintf(line, sizeof(line), "rank %d: heartbeat ok", i);
+			cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s\nstderr:\n%s", line, r.out,
+				     r.err);
+		}
+		cr_assert_geq(count_of(r.out, ": found it"), 1, "a heartbeat saw the silence:\n%s",
+			      r.out);
+		cr_assert(strstr(r.err, "killed by signal 9"), "rank 0 ended the stopped rank: %s",
+			  r.err);
+		cr_log_info("%d ranks:\n%s", n, r.out);
+		run_free(&r);
+	}
+}
+
 /* Whole groups: one rank revokes while every other waits for a message
  * that never comes; each must see the revoke, then all reset and pass a
  * token round the ring in epoch 1. */

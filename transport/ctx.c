@@ -119,7 +119,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	static const char *const orders[] = { "network", "little", NULL };
 	oxr_ctx *c = calloc(1, sizeof(*c));
-	long spin, tmo, rq;
+	long spin, tmo, rq, beat;
 	int tr;
 	oxr_status_t st;
 
@@ -130,6 +130,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	    (st = env_word("OXR_ORDER", orders, OXR_ORDER_HOST, &c->order)) ||
 	    (st = env_int("OXR_SPIN_US", 0, 10000000, 50, &spin)) ||
 	    (st = env_int("OXR_LINK_TIMEOUT_MS", 1, 86400000, 30000, &tmo)) ||
+	    (st = env_int("OXR_HEARTBEAT_MS", 0, 86400000, 0, &beat)) ||
 	    (st = env_int("OXR_RECV_QUEUE_BYTES", 4096, 1L << 40, 64L << 20, &rq)) ||
 	    (st = oxr_cmo_limits_from_env(&c->limits))) {
 		free(c);
@@ -137,6 +138,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	}
 	c->spin_us = (int)spin;
 	c->link_timeout_ms = (int)tmo;
+	c->heartbeat_ms = (int)beat;
 	c->recv_queue_bytes = (size_t)rq;
 	c->transport = "tcp";
 	if ((st = choose_transport(c, tr))) {
@@ -164,6 +166,15 @@ void oxr_ctx_destroy(oxr_ctx *c)
 const char *oxr_ctx_transport(const oxr_ctx *c)
 {
 	return c->transport;
+}
+
+void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs)
+{
+#ifdef OXR_HAVE_VERBS
+	oxr_vdev_counts(qps, mrs);
+#else
+	*qps = *mrs = 0;
+#endif
 }
 
 void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag)

@@ -126,6 +126,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	l->order = order;
 	l->events = EPOLLIN;
 	l->state = LINK_OPEN;
+	l->last_rx = l->last_tx = oxr_now_ms();
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s) open",
 		g->rank, peer, addr, order ? "little" : "network",
@@ -322,6 +323,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				}
 				break;
 			}
+			if (g->ctx->heartbeat_ms)
+				l->last_rx = oxr_now_ms();
 			if (direct) {
 				oxr_decoder_advance(l->dec, (size_t)k);
 				l->rlen = l->roff = 0; /* then a feed of nothing moves the decoder on */
@@ -336,7 +339,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 		    oxr_decoder_msg(l->dec)->tag != OXR_OX_DATA) {
 			/* the library's own frames are handled here, never queued */
 			int32_t tag = oxr_decoder_msg(l->dec)->tag;
-			st = tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE
+			st = tag == OXR_OX_PRIVATE_BEAT ? OXR_OK /* it came: that is all it says */
+			     : tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE
 				     ? oxr_revoke_frame(g, l, oxr_decoder_msg(l->dec))
 				     : tag == OXR_OX_PRIVATE_SHRINK
 					       ? oxr_shrink_frame(g, l, oxr_decoder_msg(l->dec))
@@ -378,6 +382,8 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
+		if (g->ctx->heartbeat_ms)
+			l->last_tx = oxr_now_ms();
 		while (k > 0) { /* resume inside a partly written iovec next time */
 			struct iovec *v = &op->iov[op->cur];
 			size_t t = (size_t)k < v->iov_len ? (size_t)k : v->iov_len;
@@ -397,10 +403,53 @@ void oxr_link_write(oxr_group *g, struct link *l)
 	oxr_link_update_events(g, l);
 }
 
+/*
+ * The optional heartbeat (OXR_HEARTBEAT_MS = H): an authenticated link that
+ * sent nothing for H/3 gets a beat; one that received nothing for H has
+ * failed, which revokes the group naming the rank.  It finds a peer that
+ * is alive to the kernel but stopped (SIGSTOP, a hung node whose TCP stack
+ * still answers), which no link error ever reports.  Beats go out only
+ * while this rank is inside oxr calls, so H must exceed the longest stretch
+ * a rank computes without one.  OpenXM peers send no beats: never checked.
+ */
+static void heartbeat(oxr_group *g)
+{
+	int h = g->ctx->heartbeat_ms, p, away;
+	int64_t now;
+
+	if (!h || (now = oxr_now_ms()) < g->beat_check)
+		return;
+	/* this rank was outside oxr for a while: it did not listen, so no peer
+	 * is judged on that stretch (their beats may wait unread) */
+	away = g->beat_check && now - g->beat_check > h / 3;
+	g->beat_check = now + (h >= 6 ? h / 6 : 1);
+	for (p = 0; p < g->size; p++) {
+		struct link *l = &g->links[p];
+		oxr_ox_msg beat = { .tag = OXR_OX_PRIVATE_BEAT, .cmo = oxr_cmo_null() };
+		if (p == g->rank || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+			continue;
+		if (away) {
+			l->last_rx = now;
+		} else if (now - l->last_rx > h) {
+			oxr_link_fail(g, l, OXR_ERR_PEER, "rank %d (%s) sent nothing for %lld ms "
+				      "(OXR_HEARTBEAT_MS=%d): taken as failed", p, l->addr,
+				      (long long)(now - l->last_rx), h);
+			continue;
+		}
+		if (now - l->last_tx >= h / 3 && !l->sq_head &&
+		    oxr_queue_internal(g, p, &beat) == OXR_OK)
+			l->last_tx = now;
+	}
+}
+
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	int n, i;
+
+	heartbeat(g);
+	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
+		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
 
 #ifdef OXR_HAVE_VERBS
 	if (g->vg) {
@@ -542,6 +591,26 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	l->sq_tail = op;
 	oxr_link_write(g, l); /* most messages leave right here, without an epoll round */
 	*out = op;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_queue_internal(oxr_group *g, int peer, const oxr_ox_msg *m)
+{
+	struct sendop *op;
+	oxr_status_t st;
+
+	/* the library's own frames go in a revoked group too, and are never
+	 * dropped; nobody waits for them: freed when written */
+	g->resetting++;
+	st = oxr_queue_send(g, peer, m, NULL, &op);
+	g->resetting--;
+	if (st)
+		return st;
+	op->orphan = op->internal = 1;
+	if (op->done) {
+		free(op->mem);
+		free(op);
+	}
 	return OXR_OK;
 }
 

@@ -60,9 +60,8 @@ static oxr_status_t send_revoke(oxr_group *g, int peer, int origin)
 	int32_t v[5] = { (int32_t)(uint32_t)(g->gid >> 32), (int32_t)(uint32_t)g->gid,
 			 (int32_t)g->epoch, origin, g->revoke_failed };
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_REVOKE };
-	struct sendop *op;
 	oxr_status_t st;
-	int hold = g->resetting, i;
+	int i;
 
 	oxr_arena_reset(g->scratch);
 	m.cmo = oxr_cmo_new_list(g->scratch, 5);
@@ -72,17 +71,8 @@ static oxr_status_t send_revoke(oxr_group *g, int peer, int origin)
 	if (!m.cmo)
 		return oxr_err(OXR_ERR_NOMEM, "revoke: out of memory");
 	/* queued, not waited for: a revoke is sent from inside the engine too */
-	g->resetting = 1; /* the group is revoked already: this send must still go */
-	st = oxr_queue_send(g, peer, &m, NULL, &op);
-	g->resetting = hold;
-	if (st)
+	if ((st = oxr_queue_internal(g, peer, &m)))
 		return st;
-	op->orphan = 1; /* freed when written */
-	op->internal = 1;
-	if (op->done) {
-		free(op->mem);
-		free(op);
-	}
 	g->revokes_sent++;
 	return OXR_OK;
 }
@@ -145,20 +135,12 @@ void oxr_say_bye(oxr_group *g)
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_BYE };
-		struct sendop *op;
 		if (p == g->rank || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
 			continue;
 		oxr_arena_reset(g->scratch);
-		m.cmo = oxr_cmo_new_int32(g->scratch, (int32_t)g->epoch);
-		g->resetting++; /* a revoked group still says goodbye */
-		if (m.cmo && oxr_queue_send(g, p, &m, NULL, &op) == OXR_OK) {
-			op->orphan = op->internal = 1;
-			if (op->done) {
-				free(op->mem);
-				free(op);
-			}
-		}
-		g->resetting--;
+		/* a revoked group still says goodbye */
+		if ((m.cmo = oxr_cmo_new_int32(g->scratch, (int32_t)g->epoch)))
+			(void)oxr_queue_internal(g, p, &m);
 	}
 }
 
@@ -276,19 +258,9 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	for (p = 0; p < g->size; p++)
 		g->links[p].ball_seen = 0;
 	/* a ball already queued (the peer entered the reset first) counts in all_balls */
-	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		struct sendop *op;
-		if (p == g->rank || g->links[p].state != LINK_OPEN)
-			continue;
-		if ((st = oxr_queue_send(g, p, &ball, NULL, &op)) == OXR_OK) {
-			op->orphan = 1;
-			op->internal = 1;
-			if (op->done) {
-				free(op->mem);
-				free(op);
-			}
-		}
-	}
+	for (p = 0; p < g->size && st == OXR_OK; p++)
+		if (p != g->rank && g->links[p].state == LINK_OPEN)
+			st = oxr_queue_internal(g, p, &ball);
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
 	if (st == OXR_OK)

@@ -45,8 +45,6 @@ static void drop_rank(uint8_t *m, int r) { m[r / 8] &= (uint8_t)~(1u << (r % 8))
 static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, const uint8_t *map)
 {
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_SHRINK };
-	struct sendop *op;
-	oxr_status_t st;
 	int i;
 
 	oxr_arena_reset(g->scratch);
@@ -60,14 +58,7 @@ static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, con
 		m.cmo = NULL;
 	if (!m.cmo)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
-	if ((st = oxr_queue_send(g, peer, &m, NULL, &op)))
-		return st;
-	op->orphan = op->internal = 1;
-	if (op->done) {
-		free(op->mem);
-		free(op);
-	}
-	return OXR_OK;
+	return oxr_queue_internal(g, peer, &m);
 }
 
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)

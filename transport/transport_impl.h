@@ -27,6 +27,7 @@ struct oxr_ctx {
 	int vcm;                 /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
+	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
 };
 
 /* The epoll keys of the group's completion channel and of the device's
@@ -81,6 +82,7 @@ struct link {
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 	int bye;                /* the peer said it leaves: its end is no failure */
+	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */
 	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
 	int sh_round[2];        /* their round + 1 (0: none) */
 };
@@ -101,6 +103,7 @@ struct oxr_group {
 	struct listener *lis;
 	int nlis;
 	oxr_arena *scratch;     /* frames built by the library itself */
+	int64_t beat_check;     /* ms of the next heartbeat round */
 	oxr_win *wins;          /* this rank's windows */
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
@@ -216,4 +219,8 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 
 oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
 			    struct sendop **out);
+/* Queues one of the library's own frames (a ball, a revoke, a BYE, a shrink
+ * round, a heartbeat): sent even in a revoked group, never dropped, never
+ * waited for. */
+oxr_status_t oxr_queue_internal(oxr_group *g, int peer, const oxr_ox_msg *m);
 #endif

@@ -445,13 +445,13 @@ static int probe_inline(struct ibv_context *ctx, struct ibv_pd *pd)
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
 		ia.cap.max_inline_data = asks[i];
-		qp = ibv_create_qp(pd, &ia);
+		qp = oxr_vcreate_qp(pd, &ia);
 		if (!qp) {
 			e = errno;
 			continue;
 		}
 		got = (int)ia.cap.max_inline_data;
-		ibv_destroy_qp(qp);
+		oxr_vdestroy_qp(qp);
 	}
 	ibv_destroy_cq(cq);
 	if (got < 0)
@@ -820,4 +820,50 @@ int oxr_vdev_describe_all(FILE *f)
 		hwloc_topology_destroy(t);
 	ibv_free_device_list(l);
 	return n;
+}
+
+/* ---- counted verbs objects ------------------------------------------ */
+
+static uint64_t n_qps, n_mrs;
+
+struct ibv_mr *oxr_vreg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, addr, len, access);
+
+	if (mr)
+		__atomic_add_fetch(&n_mrs, 1, __ATOMIC_RELAXED);
+	return mr;
+}
+
+int oxr_vdereg_mr(struct ibv_mr *mr)
+{
+	int r = ibv_dereg_mr(mr);
+
+	if (!r)
+		__atomic_sub_fetch(&n_mrs, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+struct ibv_qp *oxr_vcreate_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp *qp = ibv_create_qp(pd, attr);
+
+	if (qp)
+		__atomic_add_fetch(&n_qps, 1, __ATOMIC_RELAXED);
+	return qp;
+}
+
+int oxr_vdestroy_qp(struct ibv_qp *qp)
+{
+	int r = ibv_destroy_qp(qp);
+
+	if (!r)
+		__atomic_sub_fetch(&n_qps, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs)
+{
+	*qps = __atomic_load_n(&n_qps, __ATOMIC_RELAXED);
+	*mrs = __atomic_load_n(&n_mrs, __ATOMIC_RELAXED);
 }

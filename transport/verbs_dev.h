@@ -72,6 +72,15 @@ oxr_status_t oxr_vdev_open(const char *want, int gid_index, struct oxr_vdev *out
 /* Closes what oxr_vdev_open opened; a zeroed struct is fine. */
 void oxr_vdev_close(struct oxr_vdev *d);
 
+/* ibv_reg_mr / ibv_dereg_mr / ibv_create_qp / ibv_destroy_qp, counted, so
+ * that a test can prove a failure left no queue pair or registration
+ * behind (oxr_verbs_objects). */
+struct ibv_mr *oxr_vreg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
+int oxr_vdereg_mr(struct ibv_mr *mr);
+struct ibv_qp *oxr_vcreate_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int oxr_vdestroy_qp(struct ibv_qp *qp);
+void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs);
+
 /* Page-aligned memory on the device's NUMA node for rings and windows
  * (hwloc_alloc_membind; plain hwloc or posix_memalign memory when the
  * node is unknown or binding fails); NULL when out of memory.  Free with

@@ -269,16 +269,16 @@ static void vlink_free(oxr_group *g, struct vlink *v)
 	size_t ring = (size_t)v->nslots * v->slot;
 
 	if (v->qp)
-		ibv_destroy_qp(v->qp);
+		oxr_vdestroy_qp(v->qp);
 	/* the QP is gone, so no READ is still writing into rd_mr's memory */
 	oxr_rcache_put(g->ctx->rcache, v->rd_mr);
 	if (v->sd_mr)
-		ibv_dereg_mr(v->sd_mr);
+		oxr_vdereg_mr(v->sd_mr);
 	free(v->rx_rndv);
 	if (v->rx_mr)
-		ibv_dereg_mr(v->rx_mr);
+		oxr_vdereg_mr(v->rx_mr);
 	if (v->tx_mr)
-		ibv_dereg_mr(v->tx_mr);
+		oxr_vdereg_mr(v->tx_mr);
 	if (v->rx)
 		oxr_vdev_free(dev(g), v->rx, ring);
 	if (v->tx)
@@ -323,8 +323,8 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for %zu-byte rings", ring);
 	}
 	/* least privilege: only the ring takes remote writes, and its rkey goes to one peer */
-	v->rx_mr = ibv_reg_mr(d->pd, v->rx, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	v->tx_mr = v->rx_mr ? ibv_reg_mr(d->pd, v->tx, ring, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	v->rx_mr = oxr_vreg_mr(d->pd, v->rx, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	v->tx_mr = v->rx_mr ? oxr_vreg_mr(d->pd, v->tx, ring, IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!v->tx_mr) {
 		int e = errno;
 		vlink_free(g, v);
@@ -339,7 +339,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = d->max_inline;
-	v->qp = ibv_create_qp(d->pd, &qa);
+	v->qp = oxr_vcreate_qp(d->pd, &qa);
 	if (!v->qp) {
 		int e = errno;
 		vlink_free(g, v);
@@ -739,7 +739,7 @@ static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len
 
 	if (len > RNDV_MAX)
 		len = RNDV_MAX;
-	v->sd_mr = ibv_reg_mr(dev(g)->pd, (void *)(uintptr_t)p, len, IBV_ACCESS_REMOTE_READ);
+	v->sd_mr = oxr_vreg_mr(dev(g)->pd, (void *)(uintptr_t)p, len, IBV_ACCESS_REMOTE_READ);
 	if (!v->sd_mr) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "verbs: %zu bytes to rank %d copied, not offered: "
 			"registering them failed: %s", len, v->peer, strerror(errno));
@@ -772,7 +772,7 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 			errno = EAGAIN;
 			return -1;
 		}
-		ibv_dereg_mr(v->sd_mr);
+		oxr_vdereg_mr(v->sd_mr);
 		v->sd_mr = NULL;
 		v->sd_wait = 0;
 		total = ioff = v->sd_len;
@@ -885,7 +885,7 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 	if (len > 1u << 31)
 		return oxr_err(OXR_ERR_INVAL, "verbs put of %zu bytes: more than 2 GiB in one put",
 			       len);
-	mr = ibv_reg_mr(dev(g)->pd, (void *)(uintptr_t)src, len, 0);
+	mr = oxr_vreg_mr(dev(g)->pd, (void *)(uintptr_t)src, len, 0);
 	if (!mr)
 		return oxr_err(OXR_ERR_IO, "verbs put: registering %zu bytes: %s", len,
 			       strerror(errno));
@@ -902,7 +902,7 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 		}
 	}
 	/* the HCA is done with src (or the QP is dead) before it is unregistered */
-	ibv_dereg_mr(mr);
+	oxr_vdereg_mr(mr);
 	if (st)
 		return st;
 	if (l->state != LINK_OPEN)
@@ -923,7 +923,7 @@ oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
 	*addr = (uintptr_t)base;
 	*rkey = 0;
 	if (len) {
-		m->mr = ibv_reg_mr(dev(g)->pd, base, len, IBV_ACCESS_LOCAL_WRITE |
+		m->mr = oxr_vreg_mr(dev(g)->pd, base, len, IBV_ACCESS_LOCAL_WRITE |
 				   (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0));
 		if (!m->mr) {
 			int e = errno;
@@ -942,7 +942,7 @@ void oxr_vmr_dereg(struct oxr_vmr *m)
 	if (!m)
 		return;
 	if (m->mr)
-		ibv_dereg_mr(m->mr);
+		oxr_vdereg_mr(m->mr);
 	free(m);
 }
 

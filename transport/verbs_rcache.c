@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "oxr_internal.h"
+#include "verbs_dev.h"
 #include "verbs_rcache.h"
 
 #define MAX_REGIONS 64
@@ -47,7 +48,7 @@ static struct oxr_rcache *caches;
 
 static void drop(struct oxr_rcache *rc, int i)
 {
-	ibv_dereg_mr(rc->r[i].mr);
+	oxr_vdereg_mr(rc->r[i].mr);
 	rc->bytes -= rc->r[i].hi - rc->r[i].lo;
 	rc->r[i] = rc->r[--rc->n];
 }
@@ -146,7 +147,7 @@ struct ibv_mr *oxr_rcache_get(struct oxr_rcache *rc, void *p, size_t len)
 	}
 	rc->misses++;
 	make_room(rc, hi - lo);
-	mr = ibv_reg_mr(rc->pd, (void *)lo, hi - lo, IBV_ACCESS_LOCAL_WRITE);
+	mr = oxr_vreg_mr(rc->pd, (void *)lo, hi - lo, IBV_ACCESS_LOCAL_WRITE);
 	if (!mr) {
 		int e = errno;
 		pthread_mutex_unlock(&mu);
@@ -180,7 +181,7 @@ void oxr_rcache_put(struct oxr_rcache *rc, struct ibv_mr *mr)
 			return;
 		}
 	pthread_mutex_unlock(&mu);
-	ibv_dereg_mr(mr); /* one that found no slot */
+	oxr_vdereg_mr(mr); /* one that found no slot */
 }
 
 void oxr_rcache_stats(const struct oxr_rcache *rc, uint64_t *hits, uint64_t *misses)

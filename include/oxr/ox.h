@@ -25,12 +25,14 @@ enum oxr_ox_tag {
 	OXR_OX_LOCAL_OBJECT_ASIR = 0x7fcdef30,
 	/* oxr's own, in the OX_PRIVATE range, only on OXR_LINK_AUTH links; the
 	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put; a
-	 * group's revoke; a rank leaving the group on purpose; a shrink. */
+	 * group's revoke; a rank leaving the group on purpose; a shrink; a
+	 * heartbeat. */
 	OXR_OX_PRIVATE_WIN = 0x7fff0101,
 	OXR_OX_PRIVATE_PUT = 0x7fff0102,
 	OXR_OX_PRIVATE_REVOKE = 0x7fff0103,
 	OXR_OX_PRIVATE_BYE = 0x7fff0104,
 	OXR_OX_PRIVATE_SHRINK = 0x7fff0105,
+	OXR_OX_PRIVATE_BEAT = 0x7fff0106, /* a heartbeat: "still here" (OXR_HEARTBEAT_MS) */
 };
 
 /* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
@@ -38,7 +40,7 @@ static inline int oxr_ox_has_cmo(int32_t tag)
 {
 	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
 	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE ||
-	       tag == OXR_OX_PRIVATE_SHRINK;
+	       tag == OXR_OX_PRIVATE_SHRINK || tag == OXR_OX_PRIVATE_BEAT;
 }
 
 enum oxr_sm {

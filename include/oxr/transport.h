@@ -46,6 +46,12 @@
  *   OXR_SPIN_US         microseconds a blocking wait polls before it sleeps in
  *                       epoll (default 50; 0 sleeps at once)
  *   OXR_LINK_TIMEOUT_MS connect, accept and handshake bound (default 30000)
+ *   OXR_HEARTBEAT_MS    0 (default): off.  H > 0: an authenticated link that
+ *                       sent nothing for H/3 gets a beat, and a peer heard
+ *                       nothing from for H has failed (the group is revoked
+ *                       naming it): finds a stopped or hung rank whose links
+ *                       never break.  H must exceed the longest stretch a
+ *                       rank computes outside oxr calls.
  *   OXR_RECV_QUEUE_BYTES  bytes of received, not yet taken messages a link
  *                       buffers before it stops reading (TCP then pushes back
  *                       on the sender; default 64 MiB)
@@ -83,6 +89,9 @@ const char *oxr_ctx_transport(const oxr_ctx *c);
  * which finishes what it began) returns OXR_ERR_INTR: an engine's signal
  * handler sets it to abandon work (an RFC-100 reset).  NULL: never. */
 void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag);
+/* Verbs queue pairs and memory registrations this process holds now, for
+ * leak checks (0 and 0 without the verbs backend). */
+void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs);
 
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
 /* Closes every link; pending receives are dropped. */
