@@ -40,6 +40,10 @@ struct srv {
 struct oxr_master {
 	int n;
 	struct srv *s;
+	int *port;      /* each server's RFC-102 listening port (oxr_master_group) */
+	int plain;
+	uint8_t token[32];
+	char path[PATH_MAX];
 };
 
 int oxr_master_size(const oxr_master *m) { return m->n; }
@@ -139,6 +143,7 @@ oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
 	for (i = 0; i < n; i++)
 		m->s[i].dfd = m->s[i].cfd = -1;
 	m->n = n;
+	snprintf(m->path, sizeof(m->path), "%s", path);
 	signal(SIGPIPE, SIG_IGN); /* a dead server is an error, not the master's death */
 	for (i = 0; i < n; i++)
 		if ((st = start_one(&m->s[i], path))) {
@@ -410,65 +415,121 @@ static oxr_status_t push_str(oxr_master *m, int i, const char *s)
 	return st ? st : push_made(m, i, a, oxr_cmo_new_string(a, s));
 }
 
-static oxr_status_t set_token(oxr_master *m, int timeout_ms)
+/* Gives server i the group's token (oxr_set_token): oxr links. */
+static oxr_status_t give_token(oxr_master *m, int i, int timeout_ms)
 {
-	uint8_t tok[32];
 	oxr_arena *a;
 	const oxr_cmo *d;
 	oxr_status_t st;
-	int i;
 
-	if (getrandom(tok, sizeof(tok), 0) != (ssize_t)sizeof(tok))
-		return oxr_err(OXR_ERR_IO, "getrandom: %s", strerror(errno));
 	if ((st = oxr_arena_create(&a)))
 		return st;
-	if (!(d = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, tok, sizeof(tok))))
-		st = OXR_ERR_NOMEM;
-	for (i = 0; i < m->n && !st; i++)
-		if (!(st = oxr_master_call(m, i, "oxr_set_token", 1, &d)))
-			st = oxr_master_result(m, i, timeout_ms, NULL, NULL);
+	if (!(d = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, m->token, sizeof(m->token))))
+		st = oxr_err(OXR_ERR_NOMEM, "out of memory");
+	if (!st && !(st = oxr_master_call(m, i, "oxr_set_token", 1, &d)))
+		st = oxr_master_result(m, i, timeout_ms, NULL, NULL);
 	oxr_arena_destroy(a);
 	return st;
 }
 
-oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms)
+/* Ranks, token and a listening port for server i. */
+static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 {
 	oxr_arena *a;
-	int *port, i, j;
-	oxr_status_t st = OXR_OK;
+	oxr_cmo *zero = oxr_cmo_null(), *p;
+	oxr_status_t st;
 
-	if (!plain && (st = set_token(m, timeout_ms)))
+	if (!m->plain && (st = give_token(m, i, timeout_ms)))
 		return st;
-	if (!(port = calloc((size_t)m->n, sizeof(*port))) || (st = oxr_arena_create(&a))) {
-		free(port);
-		return st ? st : oxr_err(OXR_ERR_NOMEM, "group: out of memory");
-	}
-	for (i = 0; i < m->n && !st; i++) {
-		oxr_cmo *zero = oxr_cmo_null(), *p;
-		if ((st = push_int(m, i, m->n)) || (st = push_int(m, i, i)) ||
-		    (st = oxr_master_cmd(m, i, OXR_SM_set_rank_102)) ||
-		    (st = oxr_master_call(m, i, "oxr_listen_102", 1, (const oxr_cmo *const *)&zero)) ||
-		    (st = oxr_master_result(m, i, timeout_ms, a, &p)))
-			break;
-		if (p->tag != OXR_CMO_ZZ || p->v.i32 != 1) {
+	if ((st = oxr_arena_create(&a)))
+		return st;
+	if (!(st = push_int(m, i, m->n)) && !(st = push_int(m, i, i)) &&
+	    !(st = oxr_master_cmd(m, i, OXR_SM_set_rank_102)) &&
+	    !(st = oxr_master_call(m, i, "oxr_listen_102", 1, (const oxr_cmo *const *)&zero)) &&
+	    !(st = oxr_master_result(m, i, timeout_ms, a, &p))) {
+		if (p->tag == OXR_CMO_ZZ && p->v.i32 == 1)
+			m->port[i] = oxr_cmo_word(p, 0);
+		else
 			st = oxr_err(OXR_ERR_PROTO, "server %d: oxr_listen_102 gave no port", i);
-			break;
-		}
-		port[i] = oxr_cmo_word(p, 0);
 	}
-	for (i = 0; i < m->n && !st; i++)
-		for (j = i + 1; j < m->n && !st; j++) {
-			/* j connects to i's port; i accepts it as rank j */
-			if ((st = push_int(m, i, port[i])) || (st = push_int(m, i, j)) ||
-			    (st = oxr_master_cmd(m, i, OXR_SM_tcp_accept_102)) ||
-			    (st = push_str(m, j, "127.0.0.1")) || (st = push_int(m, j, port[i])) ||
-			    (st = push_int(m, j, i)) ||
-			    (st = oxr_master_cmd(m, j, OXR_SM_tcp_connect_102)) ||
-			    (st = sync_one(m, i, timeout_ms)) || (st = sync_one(m, j, timeout_ms)))
-				break;
-		}
 	oxr_arena_destroy(a);
-	free(port);
+	return st;
+}
+
+/* The link between servers lo < hi: hi connects to lo's port, lo accepts
+ * it as rank hi; both checked before the next pair. */
+static oxr_status_t link_pair(oxr_master *m, int lo, int hi, int timeout_ms)
+{
+	oxr_status_t st;
+
+	if ((st = push_int(m, lo, m->port[lo])) || (st = push_int(m, lo, hi)) ||
+	    (st = oxr_master_cmd(m, lo, OXR_SM_tcp_accept_102)) ||
+	    (st = push_str(m, hi, "127.0.0.1")) || (st = push_int(m, hi, m->port[lo])) ||
+	    (st = push_int(m, hi, lo)) || (st = oxr_master_cmd(m, hi, OXR_SM_tcp_connect_102)))
+		return st;
+	return (st = sync_one(m, lo, timeout_ms)) ? st : sync_one(m, hi, timeout_ms);
+}
+
+oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms)
+{
+	oxr_status_t st = OXR_OK;
+	int i, j;
+
+	m->plain = plain;
+	if (!plain && getrandom(m->token, sizeof(m->token), 0) != (ssize_t)sizeof(m->token))
+		return oxr_err(OXR_ERR_IO, "getrandom: %s", strerror(errno));
+	if (!m->port && !(m->port = calloc((size_t)m->n, sizeof(*m->port))))
+		return oxr_err(OXR_ERR_NOMEM, "group: out of memory");
+	for (i = 0; i < m->n && !st; i++)
+		st = join(m, i, timeout_ms);
+	for (i = 0; i < m->n && !st; i++)
+		for (j = i + 1; j < m->n && !st; j++)
+			st = link_pair(m, i, j, timeout_ms);
+	return st;
+}
+
+oxr_status_t oxr_master_kill(oxr_master *m, int i)
+{
+	struct srv *s;
+	oxr_status_t st = check_index(m, i);
+
+	if (st)
+		return st;
+	s = &m->s[i];
+	/* the control process kills the engine, then ends */
+	(void)send_msg(s, s->cfd, OXR_OX_COMMAND, OXR_SM_control_kill, NULL);
+	if (s->pid > 0 && waitpid(s->pid, NULL, 0) == s->pid)
+		s->pid = 0;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms)
+{
+	struct srv *s;
+	oxr_status_t st = check_index(m, i);
+	int j;
+
+	if (st)
+		return st;
+	if (!m->port)
+		return oxr_err(OXR_ERR_INVAL, "restart: the servers are in no group yet");
+	s = &m->s[i];
+	if (s->pid > 0)
+		(void)oxr_master_kill(m, i);
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->cfd >= 0)
+		close(s->cfd);
+	oxr_decoder_destroy(s->dec);
+	if (s->scratch)
+		oxr_arena_destroy(s->scratch);
+	memset(s, 0, sizeof(*s));
+	s->dfd = s->cfd = -1;
+	if ((st = start_one(s, m->path)) || (st = join(m, i, timeout_ms)))
+		return st;
+	for (j = 0; j < m->n && !st; j++)
+		if (j != i)
+			st = link_pair(m, j < i ? j : i, j < i ? i : j, timeout_ms);
 	return st;
 }
 
@@ -573,5 +634,6 @@ void oxr_master_destroy(oxr_master *m, int timeout_ms)
 			oxr_arena_destroy(s->scratch);
 	}
 	free(m->s);
+	free(m->port);
 	free(m);
 }

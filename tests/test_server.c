@@ -800,3 +800,46 @@ Test(launch, listen_with_a_one_time_password_then_serve)
 	close(cfd);
 	oxr_arena_destroy(A);
 }
+
+/* A server dies; the survivors' next collective fails naming it; a new
+ * server is started in its place, linked (it takes the group's epoch, 1),
+ * and after the reset the group of the same size works again, every rank
+ * in epoch 2. */
+Test(group, a_restarted_server_rejoins_and_the_reset_makes_the_group_whole, .timeout = 120)
+{
+	int i;
+
+	up(3);
+	cr_assert_eq(oxr_master_group(M, 0, TMO), OXR_OK, "group: %s", oxr_errmsg());
+	cr_assert_eq(oxr_master_bcast(M, 0, T("(CMO_ZZ,1)")), OXR_OK);
+	for (i = 0; i < 3; i++)
+		pop_is(i, "(CMO_ZZ,1)");
+	/* epoch 1 before the failure: the new server must take it over */
+	cr_assert_eq(oxr_master_reset_102(M, TMO), OXR_OK, "reset: %s", oxr_errmsg());
+	cr_assert_eq(oxr_master_kill(M, 2), OXR_OK);
+	/* a bcast among the survivors fails, naming the dead (the root's data
+	 * below its root argument) */
+	push(0, "(CMO_ZZ,5)");
+	for (i = 0; i < 2; i++) {
+		push(i, "(CMO_ZZ,0)");
+		cmd(i, OXR_SM_bcast_102);
+	}
+	for (i = 0; i < 2; i++)
+		pop_error(i, "rank 2 failed");
+	cr_assert_eq(oxr_master_restart(M, 2, TMO), OXR_OK, "restart: %s", oxr_errmsg());
+	cr_assert_eq(oxr_master_reset_102(M, TMO), OXR_OK, "reset: %s", oxr_errmsg());
+	for (i = 0; i < 3; i++) {
+		call(i, "oxr_epoch", 0, NULL);
+		pop_is(i, "(CMO_ZZ,2)");
+		push(i, "(CMO_ZZ,100)");
+		cmd(i, OXR_SM_pops);
+	}
+	cr_assert_eq(oxr_master_bcast(M, 2, T("(CMO_STRING,\"whole again\")")), OXR_OK);
+	for (i = 0; i < 3; i++)
+		pop_is(i, "(CMO_STRING,\"whole again\")");
+	for (i = 0; i < 3; i++)
+		push(i, "(CMO_ZZ,7)");
+	cr_assert_eq(oxr_master_reduce(M, 1, "+"), OXR_OK);
+	pop_is(1, "(CMO_ZZ,21)");
+	down();
+}

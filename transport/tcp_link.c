@@ -35,7 +35,7 @@
 #include "sha256.h"
 #include "transport_impl.h"
 
-#define HS_VERSION 1
+#define HS_VERSION 2 /* 2: the epochs follow the proof */
 
 enum refusal { REF_TOKEN = 1, REF_RANK = 2, REF_SIZE = 3, REF_VERSION = 4 };
 
@@ -337,6 +337,40 @@ static oxr_status_t auth_connector(oxr_group *g, int fd, int peer, const char *a
 	return OXR_OK;
 }
 
+/*
+ * After the proof both sides tell their epoch ("OXRE" u32, both write
+ * first).  A rank that joins a group already past epoch 0 (a process
+ * restarted in the place of a dead one) takes the group's epoch, so that
+ * the reset that follows brings every rank to one new epoch.  Only a rank
+ * with no window yet may move: a window is of the epoch it was made in.
+ */
+static oxr_status_t agree_epoch(oxr_group *g, int fd, int peer, const char *addr,
+				int64_t deadline)
+{
+	uint8_t mine[8], theirs[8];
+	uint32_t e;
+	oxr_status_t st;
+
+	memcpy(mine, "OXRE", 4);
+	put_u32(mine + 4, g->epoch);
+	if ((st = oxr_tcp_io(fd, mine, 8, 1, deadline, addr)) ||
+	    (st = oxr_tcp_io(fd, theirs, 8, 0, deadline, addr)))
+		return st;
+	if (memcmp(theirs, "OXRE", 4))
+		return oxr_err(OXR_ERR_PROTO, "handshake with %s: no epoch from rank %d", addr, peer);
+	e = get_u32(theirs + 4);
+	if (e <= g->epoch)
+		return OXR_OK;
+	if (g->wins)
+		return oxr_err(OXR_ERR_INVAL, "rank %d at %s is in epoch %u, this rank in %u with "
+			       "windows made: a rank joins a group before it makes windows", peer,
+			       addr, e, g->epoch);
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: joins the group in epoch %u (rank %d's)", g->rank,
+		e, peer);
+	g->epoch = e;
+	return OXR_OK;
+}
+
 oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
 				const char *addr, int timeout_ms, int *order)
 {
@@ -354,6 +388,8 @@ oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, in
 		return st;
 	if (mode == OXR_LINK_OPENXM)
 		return OXR_OK;
-	return acceptor ? auth_acceptor(g, fd, peer, addr, deadline)
-			: auth_connector(g, fd, *peer, addr, deadline);
+	if ((st = acceptor ? auth_acceptor(g, fd, peer, addr, deadline)
+			   : auth_connector(g, fd, *peer, addr, deadline)))
+		return st;
+	return agree_epoch(g, fd, *peer, addr, deadline);
 }

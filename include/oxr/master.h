@@ -62,6 +62,14 @@ oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
  * oxr token unless plain, so oxr-servers use authenticated links and RDMA
  * where they can; plain: OpenXM links, ox_asir's bytes). */
 oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
+/* Kills server i (SM_control_kill: a process failure, for tests and for
+ * giving up on a hung one). */
+oxr_status_t oxr_master_kill(oxr_master *m, int i);
+/* Starts a new server in the place of server i (killed first if alive),
+ * gives it rank i and the group's token and links it to every other; it
+ * takes the group's epoch.  Then oxr_master_reset_102 makes the group
+ * whole again, in a new epoch. */
+oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms);
 /* Each pushes the result on every server (RFC-102 conventions). */
 oxr_status_t oxr_master_bcast(oxr_master *m, int root, const oxr_cmo *o);
 oxr_status_t oxr_master_reduce(oxr_master *m, int root, const char *op);
