@@ -4,7 +4,8 @@
  * Prints one line `rank R: MODE ok ...` and exits 0 when every check held.
  *
  *   group_child pairs [K]   every ordered pair exchanges K random CMO objects
- *                           (one of them up to 16 MiB); the receiver rebuilds
+ *                           (one of them up to 16 MiB, or OXR_TEST_BIG_MAX
+ *                           bytes); the receiver rebuilds
  *                           what the sender made from the same seed and
  *                           compares values, and checks the order of arrival
  *   group_child flood N     rank 0 sends N small messages to rank 1, which
@@ -45,8 +46,10 @@ static oxr_cmo *object(oxr_arena *a, int src, int dst, int k)
 	uint64_t s = 0x9e3779b97f4a7c15ull ^ ((uint64_t)src << 40 | (uint64_t)dst << 20 | (uint64_t)k);
 
 	rnd_next(&s);
-	if (k == 1) { /* the big one: up to 16 MiB */
-		size_t n = (size_t)(rnd_next(&s) % (16u << 20)) + 1;
+	if (k == 1) { /* the big one: up to 16 MiB (OXR_TEST_BIG_MAX: a slow network's cap) */
+		const char *cap = getenv("OXR_TEST_BIG_MAX");
+		size_t max = cap && atol(cap) > 0 ? (size_t)atol(cap) : 16u << 20;
+		size_t n = (size_t)(rnd_next(&s) % max) + 1;
 		char *b = malloc(n);
 		oxr_cmo *o;
 		size_t i;

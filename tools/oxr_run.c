@@ -41,7 +41,7 @@
 #define TOLD_GRACE_MS 1000 /* from a rank's failure to SIGTERM to the others */
 
 static const char usage_text[] =
-	"usage: oxr-run -n N [--timeout SECONDS] [--survive] [--] PROGRAM [ARGS...]\n"
+	"usage: oxr-run -n N [--timeout SECONDS] [--survive] [--addr IP] [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 4096),\n"
 	"and serves their oxr bootstrap: oxr_boot_open() in each copy joins the group.\n"
@@ -52,6 +52,9 @@ static const char usage_text[] =
 	"  --survive          a failed rank is reported, the others go on (for programs\n"
 	"                     that recover: oxr_group_shrink); the exit status is still\n"
 	"                     the first failure's\n"
+	"  --addr IP          the rendezvous listens on IP (default 127.0.0.1): ranks in\n"
+	"                     other network namespaces reach it there; each rank's\n"
+	"                     OXR_HOST says where the others reach it\n"
 	"\n"
 	"Exit status: 0 every rank exited 0; 1 a rank or the rendezvous failed;\n"
 	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"
@@ -91,6 +94,7 @@ struct oxrun {
 	long timeout_s;
 	int survive;             /* --survive: a failure is reported, the rest go on */
 	int failed_code;         /* with --survive: the first failure's status */
+	struct in_addr addr;     /* --addr: where the rendezvous listens */
 };
 
 static int64_t now_ms(void)
@@ -686,6 +690,15 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 			o->survive = 1;
 			continue;
 		}
+		if (!strcmp(a, "--addr")) {
+			if (!argv[i + 1] || inet_pton(AF_INET, argv[i + 1], &o->addr) != 1) {
+				fprintf(stderr, "oxr-run: --addr wants an IPv4 address of this host, not "
+					"'%s'\n", argv[i + 1] ? argv[i + 1] : "");
+				return -1;
+			}
+			i++;
+			continue;
+		}
 		if (!strncmp(a, "--timeout=", 10)) {
 			v = a + 10;
 		} else if (!strcmp(a, "-n") || !strcmp(a, "--timeout")) {
@@ -721,17 +734,18 @@ static int listen_local(struct oxrun *o)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
-	char addr[32];
+	char addr[48], ip[INET_ADDRSTRLEN];
 
 	/* Port 0: the OS picks a free one, so runs never collide. */
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_addr = o->addr;
+	inet_ntop(AF_INET, &o->addr, ip, sizeof(ip));
 	o->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (o->lfd < 0 || bind(o->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(o->lfd, SOMAXCONN) || getsockname(o->lfd, (struct sockaddr *)&sa, &sl)) {
-		fprintf(stderr, "oxr-run: cannot listen on 127.0.0.1: %s\n", strerror(errno));
+		fprintf(stderr, "oxr-run: cannot listen on %s: %s\n", ip, strerror(errno));
 		return -1;
 	}
-	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	snprintf(addr, sizeof(addr), "%s:%u", ip, ntohs(sa.sin_port));
 	setenv("OXR_RUN_ADDR", addr, 1);
 	return 0;
 }
@@ -855,7 +869,7 @@ static void cleanup(struct oxrun *o)
 
 int main(int argc, char **argv)
 {
-	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1 };
+	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1, .addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct rlimit nofile;
 	sigset_t old;
 	int prog, r, code = 0;
