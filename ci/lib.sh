@@ -3,6 +3,8 @@
 
 OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev
 	libpmix-dev openmpi-bin libopenmpi-dev libibverbs-dev librdmacm-dev libhwloc-dev ibverbs-providers)
+# The cluster-launch and netns tests (ci/test only): a one-node Slurm, ip netns.
+OXR_CLUSTER_PACKAGES=(slurm-wlm munge iproute2)
 # The rxe guest (ci/rxe-guest): Debian's kernel has soft-RoCE, these machines' has no RDMA.
 OXR_RXE_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 rdma-core
 	ibverbs-utils rdmacm-utils perftest)

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# oxr groups started the way clusters start them: a one-node Slurm cluster
+# on localhost (munged, slurmctld, slurmd, all this script's own, in a
+# temporary directory, stopped by pid) running oxr programs with
+# `srun --mpi=pmix`, and the same programs under Open MPI's mpirun (PMIx):
+# the group test (every pair, every object checked), a collective (bcast and
+# reduce for every root, checked against a sequential reference) and the
+# smallest ping-pong benchmark run.  Facts: shared/docs/cluster-launch.md.
+#   cluster_launch.sh BIN_DIR [slurm|mpirun|both]
+# Needs root, slurm-wlm, munge, openmpi-bin; any missing is a failure that
+# says so, never a skip.
+set -uo pipefail
+bin=${1:?usage: cluster_launch.sh BIN_DIR [slurm|mpirun|both]}
+what=${2:-both}
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect NAME COUNT PATTERN CMD...: CMD's stdout must hold PATTERN COUNT times
+expect() {
+	local name=$1 count=$2 pattern=$3 out got
+	shift 3
+	out=$(timeout 300 "$@" 2>&1)
+	local rc=$?
+	got=$(grep -c -- "$pattern" <<<"$out")
+	if [ $rc -ne 0 ] || [ "$got" -ne "$count" ]; then
+		fail "$name: exit $rc, '$pattern' $got times, not $count"
+		tail -30 <<<"$out" | sed 's/^/    /'
+	else
+		echo "ok: $name ($got x '$pattern')"
+	fi
+}
+
+# The programs, under a launcher given as the words before them.
+programs() {
+	local via=$1
+	shift
+	expect "$via: group test (4 ranks, every pair)" 4 'pairs ok' "$@" -n 4 "$bin/group_child" pairs 3
+	expect "$via: bcast and reduce, every root (4 ranks)" 4 'all ok' "$@" -n 4 "$bin/bcast_child" all
+	if [ -x "$bin/bench_pingpong" ]; then
+		# the banner names the bootstrap: PMIx, not a fallback
+		expect "$via: bench_pingpong --quick (2 ranks, bootstrap pmix)" 2 \
+			'^8 B \|2 ranks from pmix' "$@" -n 2 "$bin/bench_pingpong" --quick
+	else
+		fail "$via: $bin/bench_pingpong is not built (OXR_BUILD_BENCH=OFF?)"
+	fi
+}
+
+need() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { fail "$c is not installed (apt-get install slurm-wlm munge openmpi-bin)"; return 1; }
+	done
+}
+
+# ---- Slurm --------------------------------------------------------------
+
+slurm() {
+	local dir host port1 port2 i state
+	local -a pids=()
+	need munged mungekey slurmctld slurmd srun sinfo scontrol || return
+	[ "$(id -u)" = 0 ] || { fail "the Slurm cluster needs root (slurmd runs jobs as any user)"; return; }
+	dir=$(mktemp -d /var/tmp/oxr-slurm.XXXXXX)
+	chmod 755 "$dir"
+	host=$(hostname -s)
+	stop() {
+		local p
+		for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			local alive=0
+			for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+			[ $alive = 0 ] && break
+			sleep 0.3
+		done
+		for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+		rm -rf "$dir"
+	}
+	# munge, as user munge, with a key and a socket of our own
+	mkdir -p "$dir/munge" "$dir/state" "$dir/spool"
+	mungekey -c -k "$dir/munge/munge.key" -b 1024 >/dev/null 2>&1 || { fail "mungekey"; stop; return; }
+	chown -R munge: "$dir/munge"
+	chmod 711 "$dir/munge" # the socket needs x for all
+	chmod 400 "$dir/munge/munge.key"
+	runuser -u munge -- munged -F --key-file="$dir/munge/munge.key" \
+		--socket="$dir/munge/munge.socket" --pid-file="$dir/munge/munged.pid" \
+		--log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" \
+		>"$dir/munged.out" 2>&1 &
+	pids+=($!)
+	for i in $(seq 50); do [ -S "$dir/munge/munge.socket" ] && break; sleep 0.1; done
+	[ -S "$dir/munge/munge.socket" ] || { fail "munged did not start"; cat "$dir/munged.out"; stop; return; }
+	# two free ports near a random spot (a leftover cluster must not collide)
+	port1=$((20000 + RANDOM % 20000))
+	while ss -ltn | grep -q ":$port1 \|:$((port1 + 1)) "; do port1=$((port1 + 2)); done
+	port2=$((port1 + 1))
+	cat >"$dir/slurm.conf" <<EOF
+ClusterName=oxrtest
+SlurmctldHost=$host
+SlurmctldPort=$port1
+SlurmdPort=$port2
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd.log
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+MpiDefault=none
+ReturnToService=2
+$(slurmd -C | head -1)
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+EOF
+	printf 'CgroupPlugin=autodetect\nIgnoreSystemd=yes\n' >"$dir/cgroup.conf"
+	export SLURM_CONF=$dir/slurm.conf
+	slurmctld -D -f "$SLURM_CONF" >"$dir/slurmctld.out" 2>&1 &
+	pids+=($!)
+	sleep 1
+	slurmd -D -f "$SLURM_CONF" >"$dir/slurmd.out" 2>&1 &
+	pids+=($!)
+	for i in $(seq 60); do
+		state=$(sinfo -h -N -o %T 2>/dev/null | head -1)
+		case $state in
+		idle*|mix*|alloc*) break ;;
+		down*|unk*|drain*) scontrol update nodename="$host" state=resume 2>/dev/null ;;
+		esac
+		sleep 0.5
+	done
+	if ! [[ $state == idle* ]]; then
+		fail "the Slurm node did not come up (state '$state')"
+		tail -20 "$dir/slurmctld.out" "$dir/slurmd.out" 2>/dev/null | sed 's/^/    /'
+		stop
+		return
+	fi
+	echo "ok: one-node Slurm cluster up ($host, ports $port1/$port2, node $state)"
+	# --overcommit: more tasks than the node's 2 CPUs, as the tests want
+	programs "srun --mpi=pmix" srun --overcommit --oversubscribe --mpi=pmix
+	unset SLURM_CONF
+	stop
+	echo "ok: Slurm daemons stopped"
+}
+
+# ---- Open MPI's mpirun --------------------------------------------------
+
+mpirun_() {
+	need mpirun || return
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		programs "mpirun (PMIx)" mpirun --oversubscribe --mca btl self,tcp --mca pml ob1
+}
+
+case $what in
+slurm) slurm ;;
+mpirun) mpirun_ ;;
+both) slurm; mpirun_ ;;
+*) echo "usage: cluster_launch.sh BIN_DIR [slurm|mpirun|both]"; exit 2 ;;
+esac
+if [ $fails -ne 0 ]; then
+	echo "cluster launch: $fails failed"
+	exit 1
+fi
+echo "cluster launch: all passed"
