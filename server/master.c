@@ -26,25 +26,7 @@
 
 #define HANDSHAKE_MS 30000
 
-struct srv {
-	pid_t pid;
-	int dfd, cfd, order;
-	int32_t serial;
-	int32_t mark; /* our serial at the last sync */
-	oxr_arena *scratch;
-	oxr_decoder *dec;
-	uint8_t rbuf[1 << 16]; /* bytes read, not yet decoded: rbuf[roff..rlen) */
-	size_t roff, rlen;
-};
-
-struct oxr_master {
-	int n;
-	struct srv *s;
-	int *port;      /* each server's RFC-102 listening port (oxr_master_group) */
-	int plain;
-	uint8_t token[32];
-	char path[PATH_MAX];
-};
+#include "master_impl.h"
 
 int oxr_master_size(const oxr_master *m) { return m->n; }
 int oxr_master_data_fd(const oxr_master *m, int i) { return m->s[i].dfd; }
@@ -92,10 +74,27 @@ static void exec_server(const char *path, int data, int ctl)
 	_exit(127);
 }
 
+oxr_status_t oxr_master_attach(struct srv *s, const char *who)
+{
+	int ord;
+	oxr_status_t st;
+
+	/* a server that failed to start closes the channels: an error here */
+	if ((st = oxr_order_exchange(s->cfd, s->cfd, OXR_ROLE_CLIENT, oxr_order_byte(OXR_ORDER_HOST),
+				     HANDSHAKE_MS, &ord)) ||
+	    (st = oxr_order_exchange(s->dfd, s->dfd, OXR_ROLE_CLIENT, oxr_order_byte(OXR_ORDER_HOST),
+				     HANDSHAKE_MS, &s->order)))
+		return oxr_err(st, "server %s did not start: %s", who, oxr_errmsg());
+	if ((st = oxr_arena_create(&s->scratch)) ||
+	    (st = oxr_decoder_create(&s->dec, OXR_DECODE_OX, s->order, NULL, s->scratch)))
+		return st;
+	return OXR_OK;
+}
+
 static oxr_status_t start_one(struct srv *s, const char *path)
 {
-	int d[2], c[2], ord;
-	oxr_status_t st;
+	int d[2], c[2];
+	char who[PATH_MAX + 32];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, d) < 0)
 		return oxr_err(OXR_ERR_IO, "socketpair: %s", strerror(errno));
@@ -113,26 +112,17 @@ static oxr_status_t start_one(struct srv *s, const char *path)
 	close(c[1]);
 	s->dfd = d[0];
 	s->cfd = c[0];
-	/* a server that failed to start closes the channels: an error here */
-	if ((st = oxr_order_exchange(s->cfd, s->cfd, OXR_ROLE_CLIENT, oxr_order_byte(OXR_ORDER_HOST),
-				     HANDSHAKE_MS, &ord)) ||
-	    (st = oxr_order_exchange(s->dfd, s->dfd, OXR_ROLE_CLIENT, oxr_order_byte(OXR_ORDER_HOST),
-				     HANDSHAKE_MS, &s->order)))
-		return oxr_err(st, "server %s (pid %d) did not start: %s", path, (int)s->pid,
-			       oxr_errmsg());
-	if ((st = oxr_arena_create(&s->scratch)) ||
-	    (st = oxr_decoder_create(&s->dec, OXR_DECODE_OX, s->order, NULL, s->scratch)))
-		return st;
-	return OXR_OK;
+	snprintf(s->host, sizeof(s->host), "127.0.0.1");
+	snprintf(who, sizeof(who), "%s (pid %d)", path, (int)s->pid);
+	return oxr_master_attach(s, who);
 }
 
-oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
+oxr_status_t oxr_master_alloc(int n, const char *server, oxr_master **out)
 {
 	char buf[PATH_MAX];
 	const char *path = server_path(server, buf, sizeof(buf));
 	oxr_master *m;
 	int i;
-	oxr_status_t st;
 
 	if (n < 1 || n > 4096)
 		return oxr_err(OXR_ERR_INVAL, "launch: %d servers (1 to 4096)", n);
@@ -145,13 +135,22 @@ oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
 	m->n = n;
 	snprintf(m->path, sizeof(m->path), "%s", path);
 	signal(SIGPIPE, SIG_IGN); /* a dead server is an error, not the master's death */
-	for (i = 0; i < n; i++)
-		if ((st = start_one(&m->s[i], path))) {
-			oxr_master_destroy(m, 0);
-			return st;
-		}
 	*out = m;
 	return OXR_OK;
+}
+
+oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
+{
+	oxr_master *m;
+	int i;
+	oxr_status_t st = oxr_master_alloc(n, server, &m);
+
+	for (i = 0; i < n && !st; i++)
+		if ((st = start_one(&m->s[i], m->path)))
+			oxr_master_destroy(m, 0);
+	if (!st)
+		*out = m;
+	return st;
 }
 
 static oxr_status_t write_all(int fd, const uint8_t *p, size_t n)
@@ -464,7 +463,7 @@ static oxr_status_t link_pair(oxr_master *m, int lo, int hi, int timeout_ms)
 
 	if ((st = push_int(m, lo, m->port[lo])) || (st = push_int(m, lo, hi)) ||
 	    (st = oxr_master_cmd(m, lo, OXR_SM_tcp_accept_102)) ||
-	    (st = push_str(m, hi, "127.0.0.1")) || (st = push_int(m, hi, m->port[lo])) ||
+	    (st = push_str(m, hi, m->s[lo].host)) || (st = push_int(m, hi, m->port[lo])) ||
 	    (st = push_int(m, hi, lo)) || (st = oxr_master_cmd(m, hi, OXR_SM_tcp_connect_102)))
 		return st;
 	return (st = sync_one(m, lo, timeout_ms)) ? st : sync_one(m, hi, timeout_ms);
@@ -605,7 +604,7 @@ void oxr_master_destroy(oxr_master *m, int timeout_ms)
 	if (!m)
 		return;
 	for (i = 0; i < m->n; i++)
-		if (m->s[i].pid > 0 && m->s[i].cfd >= 0)
+		if (m->s[i].cfd >= 0)
 			(void)send_msg(&m->s[i], m->s[i].cfd, OXR_OX_COMMAND, OXR_SM_shutdown, NULL);
 	do {
 		left = 0;
@@ -632,6 +631,15 @@ void oxr_master_destroy(oxr_master *m, int timeout_ms)
 		oxr_decoder_destroy(s->dec);
 		if (s->scratch)
 			oxr_arena_destroy(s->scratch);
+	}
+	if (m->launcher > 0) { /* its servers are gone: it ends too, or is ended */
+		int64_t until = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+		while (waitpid(m->launcher, NULL, WNOHANG) == 0 && now_ms() < until)
+			usleep(5000);
+		if (kill(m->launcher, 0) == 0) {
+			kill(m->launcher, SIGTERM);
+			waitpid(m->launcher, NULL, 0);
+		}
 	}
 	free(m->s);
 	free(m->port);

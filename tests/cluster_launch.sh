@@ -4,8 +4,9 @@
 # temporary directory, stopped by pid) running oxr programs with
 # `srun --mpi=pmix`, and the same programs under Open MPI's mpirun (PMIx):
 # the group test (every pair, every object checked), a collective (bcast and
-# reduce for every root, checked against a sequential reference) and the
-# smallest ping-pong benchmark run.  Facts: shared/docs/cluster-launch.md.
+# reduce for every root, checked against a sequential reference), oxr-master
+# with its oxr-servers started by the launcher, and the smallest ping-pong
+# benchmark run.  Facts: shared/docs/cluster-launch.md.
 #   cluster_launch.sh BIN_DIR [slurm|mpirun|both]
 # Needs root, slurm-wlm, munge, openmpi-bin; any missing is a failure that
 # says so, never a skip.
@@ -37,6 +38,10 @@ programs() {
 	shift
 	expect "$via: group test (4 ranks, every pair)" 4 'pairs ok' "$@" -n 4 "$bin/group_child" pairs 3
 	expect "$via: bcast and reduce, every root (4 ranks)" 4 'all ok' "$@" -n 4 "$bin/bcast_child" all
+	# oxr-master starting its oxr-servers through the launcher
+	expect "$via: oxr-master demo, 4 oxr-servers started by it" 1 \
+		"check: the reduce's sum equals" "$bin/oxr-master" -n 4 --launcher "$* -n 4" demo \
+		--digits 100000
 	if [ -x "$bin/bench_pingpong" ]; then
 		# the banner names the bootstrap: PMIx, not a fallback
 		expect "$via: bench_pingpong --quick (2 ranks, bootstrap pmix)" 2 \

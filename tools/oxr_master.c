@@ -18,6 +18,10 @@
  *         expect-closed I      server I closed its data channel
  *       '#' starts a comment.  An error stops the script (exit 1).
  * --plain: no oxr token, so the servers link as plain RFC-102 peers.
+ * --launcher 'CMD': the servers are started by a cluster's launcher, the
+ *   words before the server's command line ("mpirun -n 4 --oversubscribe",
+ *   "srun -n 4 --mpi=pmix"; N must match -n), and connect back to this
+ *   master (OXR_MASTER_HOST: the address they reach it at).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -295,8 +299,8 @@ static int script(oxr_master *m, FILE *f, int plain)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: oxr-master [-n N] [--plain] [--timeout MS] demo [--digits D]\n"
-		   "       oxr-master [-n N] [--plain] [--timeout MS] script [FILE]\n"
+	fprintf(f, "usage: oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] demo [--digits D]\n"
+		   "       oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] script [FILE]\n"
 		   "OXR_SERVER names the oxr-server binary (default: next to oxr-master).\n");
 }
 
@@ -304,7 +308,7 @@ int main(int argc, char **argv)
 {
 	int n = 4, plain = 0, i, rc;
 	long digits = 1000000;
-	const char *mode = NULL, *file = NULL;
+	const char *mode = NULL, *file = NULL, *launcher = NULL;
 	oxr_master *m;
 	FILE *f = stdin;
 
@@ -315,6 +319,8 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "-n") && v) {
 			n = atoi(v), i++;
+		} else if (!strcmp(a, "--launcher") && v) {
+			launcher = v, i++;
 		} else if (!strcmp(a, "--plain")) {
 			plain = 1;
 		} else if (!strcmp(a, "--timeout") && v) {
@@ -338,7 +344,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "oxr-master: %s: %s\n", file, strerror(errno));
 		return 1;
 	}
-	if (oxr_master_launch(NULL, n, &m))
+	if (oxr_master_launch_with(launcher, NULL, n, timeout_ms, &m))
 		return fail("launch");
 	rc = !strcmp(mode, "demo") ? demo(m, digits, plain) : script(m, f, plain);
 	oxr_master_destroy(m, 2000);

@@ -11,7 +11,9 @@
  *                                     printed as "port P" on stdout)
  *   oxr-server --connect HOST:PORT    connects control, then data, to HOST:PORT
  *   --password PW   the one-time password of OpenXM's ox launcher: the side
- *                   that connects writes PW and a NUL, the other checks it
+ *                   that connects writes PW and a NUL, the other checks it;
+ *                   %r in PW is this process's rank from its launcher's
+ *                   environment (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)
  *   --no-control    --listen/--connect open the data channel only
  * With a control channel the process splits as OpenXM's launcher does: the
  * parent serves the control channel (SM_control_reset_connection sends the
@@ -53,6 +55,25 @@ static int die(const char *what)
 {
 	fprintf(stderr, "oxr-server: %s: %s\n", what, oxr_errmsg());
 	return 1;
+}
+
+/* %r in a password: this process's rank from its launcher's environment
+ * (oxr-master --launcher pairs a server's two channels by it). */
+static const char *expand_rank(const char *pw, char *buf, size_t n)
+{
+	static const char *const vars[] = { "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+					    "PMI_RANK", "OXR_RUN_RANK" };
+	const char *at = strstr(pw, "%r"), *r = NULL;
+	size_t i;
+
+	if (!at)
+		return pw;
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]) && !r; i++)
+		r = getenv(vars[i]);
+	if (!r)
+		return NULL;
+	snprintf(buf, n, "%.*s%s%s", (int)(at - pw), pw, r, at + 2);
+	return buf;
 }
 
 /* The ox launcher's one-time password: PW and a NUL from whoever connects. */
@@ -199,6 +220,7 @@ static int control(int cfd, pid_t engine)
 int main(int argc, char **argv)
 {
 	const char *listen_port = NULL, *connect = NULL, *pw = NULL;
+	char pwbuf[256];
 	int cfd = -1, dfd = -1, with_control = 1, i;
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	pid_t pid;
@@ -231,6 +253,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL); /* before the fork: no early reset kills the engine */
+	if (pw && !(pw = expand_rank(pw, pwbuf, sizeof(pwbuf)))) {
+		fprintf(stderr, "oxr-server: --password has %%r but no launcher rank is in the "
+			"environment (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)\n");
+		return 2;
+	}
 	if (listen_port || connect) {
 		if (open_channels(listen_port, connect, pw, with_control, &cfd, &dfd))
 			return die("opening the channels");

@@ -28,6 +28,13 @@ typedef struct oxr_master oxr_master;
 /* Starts n local oxr-servers (server: the binary, NULL: OXR_SERVER or the
  * default), each with a data and a control channel. */
 oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out);
+/* Starts n oxr-servers with a cluster's launcher, the words before the
+ * server's command line: "mpirun -n 4", "srun -n 4 --mpi=pmix".  Each
+ * server connects back (--connect HOST:PORT, HOST from OXR_MASTER_HOST or
+ * this host's name) and proves a one-time password carrying its launcher
+ * rank, which becomes its RFC-102 rank.  NULL or "": oxr_master_launch. */
+oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, int n,
+				    int timeout_ms, oxr_master **out);
 /* Shuts every server down (SM_shutdown, then SIGKILL after timeout_ms). */
 void oxr_master_destroy(oxr_master *m, int timeout_ms);
 int oxr_master_size(const oxr_master *m);
