@@ -479,6 +479,42 @@ Test(hostile, bad_commands_and_arguments_are_errors_and_the_server_goes_on)
 	down();
 }
 
+/* SM_tcp_connect_102 to a port nobody listens on: an error, in bounded time
+ * (OXR_LINK_TIMEOUT_MS), and the server goes on. */
+Test(hostile, a_connect_to_nowhere_is_an_error_not_a_hang)
+{
+	int lfd, port;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	char p[32];
+
+	/* a port that was free a moment ago */
+	cr_assert((lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	port = ntohs(sa.sin_port);
+	close(lfd);
+	setenv("OXR_LINK_TIMEOUT_MS", "300", 1); /* the servers inherit it */
+	up(1);
+	unsetenv("OXR_LINK_TIMEOUT_MS");
+	push(0, "(CMO_ZZ,2)");
+	push(0, "(CMO_ZZ,0)");
+	cmd(0, OXR_SM_set_rank_102);
+	push(0, "(CMO_STRING,\"127.0.0.1\")");
+	snprintf(p, sizeof(p), "(CMO_ZZ,%d)", port);
+	push(0, p);
+	push(0, "(CMO_ZZ,1)");
+	cmd(0, OXR_SM_tcp_connect_102);
+	pop_error(0, "SM_tcp_connect_102");
+	push(0, "(CMO_STRING,\"no.such.host.invalid\")");
+	push(0, p);
+	push(0, "(CMO_ZZ,1)");
+	cmd(0, OXR_SM_tcp_connect_102);
+	pop_error(0, "SM_tcp_connect_102");
+	depth_is(0, 0);
+	down();
+}
+
 /* ---- RFC-102 over a group of four ------------------------------------ */
 
 static void ranks_are_right(int n)
@@ -826,6 +862,13 @@ Test(group, a_restarted_server_rejoins_and_the_reset_makes_the_group_whole, .tim
 	}
 	for (i = 0; i < 2; i++)
 		pop_error(i, "rank 2 failed");
+	/* SM_reset_102 cannot make a group whole without its dead rank */
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(oxr_master_reset(M, i, TMO), OXR_OK, "%s", oxr_errmsg());
+		cmd(i, OXR_SM_reset_102);
+	}
+	for (i = 0; i < 2; i++)
+		pop_error(i, "a reset needs every rank");
 	cr_assert_eq(oxr_master_restart(M, 2, TMO), OXR_OK, "restart: %s", oxr_errmsg());
 	cr_assert_eq(oxr_master_reset_102(M, TMO), OXR_OK, "reset: %s", oxr_errmsg());
 	for (i = 0; i < 3; i++) {
