@@ -29,6 +29,20 @@
 #include "master_impl.h"
 
 int oxr_master_size(const oxr_master *m) { return m->n; }
+
+/* Closes a server's channels and frees its decoder: the slot is empty. */
+static void srv_close(struct srv *s)
+{
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->cfd >= 0)
+		close(s->cfd);
+	oxr_decoder_destroy(s->dec);
+	if (s->scratch)
+		oxr_arena_destroy(s->scratch);
+	memset(s, 0, sizeof(*s));
+	s->dfd = s->cfd = -1;
+}
 int oxr_master_data_fd(const oxr_master *m, int i) { return m->s[i].dfd; }
 int oxr_master_order(const oxr_master *m, int i) { return m->s[i].order; }
 
@@ -515,15 +529,7 @@ oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms)
 	s = &m->s[i];
 	if (s->pid > 0)
 		(void)oxr_master_kill(m, i);
-	if (s->dfd >= 0)
-		close(s->dfd);
-	if (s->cfd >= 0)
-		close(s->cfd);
-	oxr_decoder_destroy(s->dec);
-	if (s->scratch)
-		oxr_arena_destroy(s->scratch);
-	memset(s, 0, sizeof(*s));
-	s->dfd = s->cfd = -1;
+	srv_close(s);
 	if ((st = start_one(s, m->path)) || (st = join(m, i, timeout_ms)))
 		return st;
 	for (j = 0; j < m->n && !st; j++)
@@ -624,13 +630,7 @@ void oxr_master_destroy(oxr_master *m, int timeout_ms)
 			kill(s->pid, SIGKILL);
 			waitpid(s->pid, NULL, 0);
 		}
-		if (s->dfd >= 0)
-			close(s->dfd);
-		if (s->cfd >= 0)
-			close(s->cfd);
-		oxr_decoder_destroy(s->dec);
-		if (s->scratch)
-			oxr_arena_destroy(s->scratch);
+		srv_close(s);
 	}
 	if (m->launcher > 0) { /* its servers are gone: it ends too, or is ended */
 		int64_t until = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
