@@ -139,7 +139,10 @@ static int demo(oxr_master *m, long digits, int plain)
 	       c102 * 1e3, c100 / c102);
 	printf("\nRFC-100: %d transfers through the master's links; RFC-102: one transfer to the root,"
 	       "\nthen ceil(log2 %d) rounds between the servers (binomial tree, pipelined chain for"
-	       "\nlarge objects), the reduce likewise back to the root.\n", n, n);
+	       "\nlarge objects), the reduce likewise back to the root.  Both move about n copies;"
+	       "\nRFC-102 wins where the master's link is the narrow one (servers on other hosts);"
+	       "\non one host every copy shares the same cores and memory, so expect a tie there.\n",
+	       n, n);
 	if (mpz_cmp(sum, want)) {
 		fprintf(stderr, "oxr-master: the reduce's sum differs from the master's own\n");
 		return 1;
