@@ -49,6 +49,8 @@ struct oxr_engine {
 	oxr_barrier_t *barrier;
 	uint8_t token[32];
 	int have_token;
+	uint8_t *plain;     /* [nserver]: peers that are plain OpenXM engines (oxr_plain_102) */
+	int nplain;
 	int timeout_ms;
 };
 

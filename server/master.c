@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -446,19 +447,96 @@ static oxr_status_t give_token(oxr_master *m, int i, int timeout_ms)
 }
 
 /* Ranks, token and a listening port for server i. */
+/* Whether server i is an oxr-server: its mathcap's system name.  Any other
+ * engine (ox_asir) is driven with RFC-102's plain commands only. */
+static oxr_status_t probe(oxr_master *m, int i, int timeout_ms)
+{
+	struct srv *s = &m->s[i];
+	oxr_arena *a;
+	oxr_cmo *mc;
+	const oxr_cmo *sys, *name;
+	oxr_status_t st;
+
+	if (s->probed)
+		return OXR_OK;
+	if ((st = oxr_arena_create(&a)))
+		return st;
+	if (!(st = oxr_master_cmd(m, i, OXR_SM_mathcap)) &&
+	    !(st = oxr_master_result(m, i, timeout_ms, a, &mc))) {
+		sys = mc->tag == OXR_CMO_MATHCAP && mc->kids[0]->tag == OXR_CMO_LIST &&
+			      mc->kids[0]->nkids && mc->kids[0]->kids[0]->tag == OXR_CMO_LIST
+			      ? mc->kids[0]->kids[0] : NULL;
+		name = sys && sys->nkids > 1 ? sys->kids[1] : NULL;
+		s->foreign = !(name && name->tag == OXR_CMO_STRING && name->len == 10 &&
+			       !memcmp(name->data, "oxr-server", 10));
+		s->probed = 1;
+	}
+	oxr_arena_destroy(a);
+	return st;
+}
+
+void oxr_master_set_plain(oxr_master *m, int i)
+{
+	if (i >= 0 && i < m->n)
+		m->s[i].foreign = m->s[i].probed = 1;
+}
+
+/* A TCP port that was free a moment ago, for an engine that cannot say
+ * which one it bound (ox_asir accepts on the port it is given). */
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &sl))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Ranks, token and a listening port for server i; an oxr-server also hears
+ * which of its peers are plain OpenXM engines, to which its links stay
+ * plain RFC-102. */
 static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 {
+	struct srv *s = &m->s[i];
 	oxr_arena *a;
 	oxr_cmo *zero = oxr_cmo_null(), *p;
 	oxr_status_t st;
+	int j;
 
-	if (!m->plain && (st = give_token(m, i, timeout_ms)))
+	if ((st = probe(m, i, timeout_ms)))
 		return st;
+	if (!m->plain && !s->foreign && (st = give_token(m, i, timeout_ms)))
+		return st;
+	if ((st = push_int(m, i, m->n)) || (st = push_int(m, i, i)) ||
+	    (st = oxr_master_cmd(m, i, OXR_SM_set_rank_102)))
+		return st;
+	if (s->foreign) {
+		if ((m->port[i] = free_port()) < 0)
+			return oxr_err(OXR_ERR_IO, "no free port for server %d", i);
+		return sync_one(m, i, timeout_ms);
+	}
+	for (j = 0; j < m->n; j++) {
+		const oxr_cmo *rank;
+		if (j == i || m->plain || !m->s[j].foreign)
+			continue;
+		if ((st = oxr_arena_create(&a)))
+			return st;
+		st = (rank = oxr_cmo_new_zz_si(a, j)) ? oxr_master_call(m, i, "oxr_plain_102", 1, &rank)
+						      : OXR_ERR_NOMEM;
+		if (!st)
+			st = oxr_master_result(m, i, timeout_ms, NULL, NULL);
+		oxr_arena_destroy(a);
+		if (st)
+			return st;
+	}
 	if ((st = oxr_arena_create(&a)))
 		return st;
-	if (!(st = push_int(m, i, m->n)) && !(st = push_int(m, i, i)) &&
-	    !(st = oxr_master_cmd(m, i, OXR_SM_set_rank_102)) &&
-	    !(st = oxr_master_call(m, i, "oxr_listen_102", 1, (const oxr_cmo *const *)&zero)) &&
+	if (!(st = oxr_master_call(m, i, "oxr_listen_102", 1, (const oxr_cmo *const *)&zero)) &&
 	    !(st = oxr_master_result(m, i, timeout_ms, a, &p))) {
 		if (p->tag == OXR_CMO_ZZ && p->v.i32 == 1)
 			m->port[i] = oxr_cmo_word(p, 0);
@@ -493,6 +571,9 @@ oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms)
 		return oxr_err(OXR_ERR_IO, "getrandom: %s", strerror(errno));
 	if (!m->port && !(m->port = calloc((size_t)m->n, sizeof(*m->port))))
 		return oxr_err(OXR_ERR_NOMEM, "group: out of memory");
+	/* all probed first: each oxr-server hears of every plain peer in join */
+	for (i = 0; i < m->n && !st; i++)
+		st = probe(m, i, timeout_ms);
 	for (i = 0; i < m->n && !st; i++)
 		st = join(m, i, timeout_ms);
 	for (i = 0; i < m->n && !st; i++)

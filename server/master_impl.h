@@ -13,6 +13,8 @@ struct srv {
 	pid_t pid;      /* 0 when a launcher started it (its pid is not ours) */
 	int dfd, cfd, order;
 	char host[64];  /* where the others reach it (RFC-102 links) */
+	int foreign;    /* 1: not an oxr-server (its mathcap, or oxr_master_set_plain) */
+	int probed;     /* its mathcap was asked for */
 	int32_t serial;
 	int32_t mark; /* our serial at the last sync */
 	oxr_arena *scratch;

@@ -26,6 +26,9 @@
 
 void eng_group_free(oxr_engine *e)
 {
+	free(e->plain);
+	e->plain = NULL;
+	e->nplain = 0;
 	oxr_barrier_destroy(e->barrier);
 	e->barrier = NULL;
 	oxr_group_destroy(e->g);
@@ -74,6 +77,8 @@ static oxr_status_t set_rank(oxr_engine *e)
 		oxr_ctx_set_interrupt(e->ctx, &e->reset_req);
 	}
 	eng_group_free(e);
+	if (!(e->plain = calloc((size_t)n, 1)))
+		return oxr_err(OXR_ERR_NOMEM, "SM_set_rank_102: out of memory");
 	if ((st = oxr_group_create(e->ctx, (int)n, (int)r, &e->g)))
 		return st;
 	if (e->have_token && (st = oxr_group_set_token(e->g, e->token, sizeof(e->token)))) {
@@ -83,9 +88,17 @@ static oxr_status_t set_rank(oxr_engine *e)
 	return OXR_OK;
 }
 
-static int link_mode(const oxr_engine *e)
+/* An oxr link when the master gave a token and did not say the peer is a
+ * plain OpenXM engine; else the bytes ox_asir speaks. */
+static int link_mode(const oxr_engine *e, long peer)
 {
-	return e->have_token ? OXR_LINK_AUTH : OXR_LINK_OPENXM;
+	return e->have_token && !e->plain[peer] ? OXR_LINK_AUTH : OXR_LINK_OPENXM;
+}
+
+/* Every link of the group is an oxr one (windows, the pipelined chain). */
+static int all_oxr(const oxr_engine *e)
+{
+	return e->have_token && !e->nplain;
 }
 
 /* The port and peer rank of an accept or a connect (it[0] peer, it[1] port). */
@@ -116,7 +129,8 @@ static oxr_status_t tcp_accept(oxr_engine *e)
 		return st;
 	st = link_args(e, it, &port, &peer, "accept");
 	eng_items_free(it, 2);
-	return st ? st : oxr_link_accept(e->g, (int)port, (int)peer, link_mode(e), e->timeout_ms);
+	return st ? st : oxr_link_accept(e->g, (int)port, (int)peer, link_mode(e, peer),
+					 e->timeout_ms);
 }
 
 static oxr_status_t tcp_connect(oxr_engine *e)
@@ -130,7 +144,8 @@ static oxr_status_t tcp_connect(oxr_engine *e)
 		return st;
 	if (!(st = link_args(e, it, &port, &peer, "connect")) &&
 	    !(st = eng_str_of(it[2].o, &host, "host")))
-		st = oxr_link_connect(e->g, host, (int)port, (int)peer, link_mode(e), e->timeout_ms);
+		st = oxr_link_connect(e->g, host, (int)port, (int)peer, link_mode(e, peer),
+				      e->timeout_ms);
 	free(host);
 	eng_items_free(it, 3);
 	return st;
@@ -154,7 +169,7 @@ static oxr_status_t reset(oxr_engine *e)
  * others get theirs in a new arena. */
 static oxr_status_t bcast(oxr_engine *e, long root, oxr_cmo **o, oxr_arena *a)
 {
-	return e->have_token ? oxr_bcast(e->g, (int)root, o, a, e->timeout_ms)
+	return all_oxr(e) ? oxr_bcast(e->g, (int)root, o, a, e->timeout_ms)
 			     : oxr_bcast_plain(e->g, (int)root, o, a, e->timeout_ms);
 }
 
@@ -399,10 +414,22 @@ oxr_status_t eng_group_call(oxr_engine *e, const char *name, int argc, oxr_cmo *
 		op[v[1]->len] = 0;
 		return reduce(e, x, op, v[2], a, out);
 	}
-	if ((!strcmp(name, "oxr_barrier") || !strcmp(name, "oxr_crystal")) && !e->have_token)
+	if ((!strcmp(name, "oxr_barrier") || !strcmp(name, "oxr_crystal")) && !all_oxr(e))
 		return oxr_err(OXR_ERR_UNSUPPORTED, "%s: the barrier and the crystal router need oxr "
-			       "links (one-sided windows); this group has OpenXM links: the master "
-			       "calls oxr_set_token before SM_set_rank_102 (oxr-master does)", name);
+			       "links (one-sided windows) to every rank; this group has OpenXM links: "
+			       "the master calls oxr_set_token before SM_set_rank_102 (oxr-master "
+			       "does), and no rank may be a plain OpenXM engine", name);
+	if (!strcmp(name, "oxr_plain_102") && argc == 1) {
+		if ((st = arg_int(v, 0, name, &x)) || (st = need_rank(e, x, name)))
+			return st;
+		if (oxr_link_is_open(e->g, (int)x))
+			return oxr_err(OXR_ERR_INVAL, "oxr_plain_102: the link to rank %ld is open "
+				       "already", x);
+		e->nplain += !e->plain[x];
+		e->plain[x] = 1;
+		*out = oxr_cmo_null();
+		return OXR_OK;
+	}
 	if (!strcmp(name, "oxr_barrier") && argc == 0) {
 		if (!e->barrier && (st = oxr_barrier_create(e->g, OXR_BARRIER_DEFAULT, &e->barrier)))
 			return st;

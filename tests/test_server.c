@@ -886,3 +886,41 @@ Test(group, a_restarted_server_rejoins_and_the_reset_makes_the_group_whole, .tim
 	pop_is(1, "(CMO_ZZ,21)");
 	down();
 }
+
+/* A group where server 1 is taken for a plain OpenXM engine (what the
+ * master does when a mathcap says ox_asir): the links among the others are
+ * oxr links (verbs in the guest), every link to server 1 plain RFC-102 TCP;
+ * a link set up the wrong way would fail its handshake.  Collectives run
+ * over the mix; the barrier, which needs oxr links to every rank, refuses. */
+Test(group, oxr_links_among_oxr_servers_and_plain_links_to_an_openxm_engine, .timeout = 120)
+{
+	const char *want = getenv("OXR_TRANSPORT");
+	oxr_cmo *o;
+	int i;
+
+	up(4);
+	oxr_master_set_plain(M, 1);
+	cr_assert_eq(oxr_master_group(M, 0, TMO), OXR_OK, "group: %s", oxr_errmsg());
+	CALL(0, "oxr_link_transport", "(CMO_ZZ,1)");
+	pop_is(0, "(CMO_STRING,\"tcp\")");
+	CALL(0, "oxr_link_transport", "(CMO_ZZ,2)");
+	cr_assert_eq(oxr_master_pop(M, 0, TMO, A, &o), OXR_OK);
+	if (want && !strcmp(want, "verbs"))
+		cr_assert(o->len == 5 && !memcmp(o->data, "verbs", 5), "0-2 is an oxr link on verbs");
+	for (i = 0; i < 4; i++) {
+		char obj[64];
+		cr_assert_eq(oxr_master_bcast(M, i, T("(CMO_LIST,1,(CMO_ZZ,9))")), OXR_OK);
+		for (int k = 0; k < 4; k++)
+			pop_is(k, "(CMO_LIST,1,(CMO_ZZ,9))");
+		for (int k = 0; k < 4; k++) {
+			snprintf(obj, sizeof(obj), "(CMO_ZZ,%d)", k + 1);
+			push(k, obj);
+		}
+		cr_assert_eq(oxr_master_reduce(M, i, "+"), OXR_OK);
+		for (int k = 0; k < 4; k++)
+			pop_is(k, k == i ? "(CMO_ZZ,10)" : "(CMO_NULL)");
+	}
+	call(0, "oxr_barrier", 0, NULL);
+	pop_error(0, "no rank may be a plain OpenXM engine");
+	down();
+}

@@ -65,10 +65,16 @@ oxr_status_t oxr_master_result(oxr_master *m, int i, int timeout_ms, oxr_arena *
  * channel up to the server's OX_SYNC_BALL, send ours. */
 oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
 
-/* RFC-102, over all servers: ranks 0..n-1 and every pair linked (with an
- * oxr token unless plain, so oxr-servers use authenticated links and RDMA
- * where they can; plain: OpenXM links, ox_asir's bytes). */
+/* RFC-102, over all servers: ranks 0..n-1 and every pair linked.  Each
+ * server's mathcap says whether it is an oxr-server; oxr-servers get a
+ * token (unless plain), so their links to each other are authenticated and
+ * move to RDMA where both ends can, while every link to another engine
+ * (ox_asir) stays plain RFC-102 TCP, the bytes it speaks.  plain: every
+ * link plain. */
 oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
+/* Treats server i as a plain OpenXM engine (as if its mathcap said so):
+ * before oxr_master_group. */
+void oxr_master_set_plain(oxr_master *m, int i);
 /* Kills server i (SM_control_kill: a process failure, for tests and for
  * giving up on a hung one). */
 oxr_status_t oxr_master_kill(oxr_master *m, int i);
