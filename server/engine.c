@@ -229,6 +229,19 @@ static oxr_status_t sm_eval_name(oxr_engine *e)
 	return st;
 }
 
+/* 1 if o nests more than lim levels; looks no deeper than lim + 1. */
+static int deeper_than(const oxr_cmo *o, uint32_t lim)
+{
+	uint32_t i;
+
+	if (lim == 0)
+		return o->nkids > 0;
+	for (i = 0; i < o->nkids; i++)
+		if (deeper_than(o->kids[i], lim - 1))
+			return 1;
+	return 0;
+}
+
 static oxr_status_t sm_execute(oxr_engine *e)
 {
 	char *name;
@@ -262,9 +275,14 @@ static oxr_status_t sm_execute(oxr_engine *e)
 	if ((st = oxr_arena_create(&a)))
 		goto out;
 	/* a built-in may answer with (a part of) an argument, "max" say: the
-	 * result is copied out before the arguments go */
+	 * result is copied out before the arguments go.  Nesting is bounded as
+	 * for decoded objects, so list(list(...)) repeated cannot build one
+	 * that the recursive printer and copier would overflow the stack on. */
 	if ((st = eng_call(e, name, (int)n, objs, a, &res)) == OXR_OK)
-		st = eng_push_copy(e, res);
+		st = deeper_than(res, e->lim.max_depth)
+			     ? oxr_err(OXR_ERR_LIMIT, "the result nests deeper than %u levels "
+				       "(OXR_CMO_MAX_DEPTH)", e->lim.max_depth)
+			     : eng_push_copy(e, res);
 out:
 	for (i = 0; args && i < n; i++)
 		eng_item_free(&args[i]);

@@ -322,6 +322,18 @@ Test(sm, execute_function_arithmetic_and_lists)
 	pop_error(0, "the list is empty");
 	CALL(0, "frobnicate", "(CMO_ZZ,1)");
 	pop_error(0, "no function \"frobnicate\"");
+	/* list(list(...)) without end: bounded like a decoded object's nesting */
+	{
+		int k;
+		push(0, "(CMO_ZZ,1)");
+		for (k = 0; k < 513; k++) { /* 512 levels are fine, the 513th is not */
+			push(0, "(CMO_INT32,1)");
+			push(0, "(CMO_STRING,\"list\")");
+			cmd(0, OXR_SM_executeFunction);
+		}
+		pop_error(0, "nests deeper than 512 levels");
+		depth_is(0, 0);
+	}
 	depth_is(0, 0);
 	/* a count larger than the stack */
 	push(0, "(CMO_INT32,5)");
