@@ -726,7 +726,9 @@ Test(group, reset_during_a_long_bcast_brings_every_server_back, .timeout = 120)
 {
 	oxr_cmo *big;
 	uint8_t *p;
-	size_t n = 32u << 20, k;
+	/* past the pipelined chain's threshold; the bcast cannot end anyway,
+	 * since server 3 never joins it (smaller under emulation) */
+	size_t n = getenv("OXR_TEST_QUICK") ? 5u << 20 : 32u << 20, k;
 	int i;
 
 	up(4);
