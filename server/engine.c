@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine_impl.h"
+#include "ox_write.h"
 #include "oxr_internal.h"
 
 static size_t env_size(const char *name, size_t def)
@@ -96,38 +97,11 @@ const oxr_cmo *oxr_engine_peek(const oxr_engine *e, size_t i)
 	return i < e->sp ? e->stack[e->sp - 1 - i].o : NULL;
 }
 
-static oxr_status_t write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			(void)poll(&pfd, 1, 1000);
-			continue;
-		}
-		if (k <= 0)
-			return oxr_err(errno == EPIPE ? OXR_ERR_CLOSED : OXR_ERR_IO,
-				       "reply to the master: %s", k < 0 ? strerror(errno) : "closed");
-		p += k;
-		n -= (size_t)k;
-	}
-	return OXR_OK;
-}
-
 oxr_status_t eng_reply(oxr_engine *e, int32_t tag, const oxr_cmo *o)
 {
 	oxr_ox_msg m = { .tag = tag, .serial = e->serial++, .cmo = (oxr_cmo *)o };
-	uint8_t *buf;
-	size_t len;
-	oxr_status_t st = oxr_ox_encode_alloc(&m, 1, e->order, &buf, &len);
 
-	if (st)
-		return st;
-	st = write_all(e->wfd, buf, len);
-	free(buf);
-	return st;
+	return oxr_ox_write(e->wfd, &m, e->order, "the master");
 }
 
 /* ---- the RFC-100 commands ----------------------------------------- */

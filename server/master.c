@@ -28,6 +28,7 @@
 #define HANDSHAKE_MS 30000
 
 #include "master_impl.h"
+#include "ox_write.h"
 
 int oxr_master_size(const oxr_master *m) { return m->n; }
 
@@ -168,33 +169,11 @@ oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
 	return st;
 }
 
-static oxr_status_t write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return oxr_err(OXR_ERR_CLOSED, "write to a server: %s",
-				       k < 0 ? strerror(errno) : "closed");
-		p += k;
-		n -= (size_t)k;
-	}
-	return OXR_OK;
-}
-
 static oxr_status_t send_msg(struct srv *s, int fd, int32_t tag, int32_t sm, const oxr_cmo *o)
 {
 	oxr_ox_msg msg = { .tag = tag, .serial = s->serial++, .sm = sm, .cmo = (oxr_cmo *)o };
-	uint8_t *buf;
-	size_t len;
-	oxr_status_t st = oxr_ox_encode_alloc(&msg, 1, s->order, &buf, &len);
 
-	if (st)
-		return st;
-	st = write_all(fd, buf, len);
-	free(buf);
-	return st;
+	return oxr_ox_write(fd, &msg, s->order, "a server");
 }
 
 static oxr_status_t check_index(const oxr_master *m, int i)
