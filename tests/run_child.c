@@ -68,14 +68,22 @@ static long now_ms(void)
 struct run spawn_run(const char *const *argv, const char *const *env, const char *input,
 		     int timeout_s)
 {
+	return spawn_run_opts(argv, env, input, timeout_s, NULL);
+}
+
+struct run spawn_run_opts(const char *const *argv, const char *const *env, const char *input,
+			  int timeout_s, const struct run_opts *o)
+{
 	int in[2], out[2], err[2], i, status;
 	struct sink so = { 0 }, se = { 0 };
 	size_t in_left = input ? strlen(input) : 0;
-	long deadline = now_ms() + timeout_s * 1000L;
+	long start = now_ms(), deadline = start + timeout_s * 1000L;
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	struct pollfd pf[3];
 	struct run r = { 0 };
-	char **e = merged_env(env);
+	int group = o && o->own_group;
+	char **e = o && o->envp ? NULL : merged_env(env);
 	pid_t pid;
 
 	cr_assert(!pipe(in) && !pipe(out) && !pipe(err));
@@ -88,9 +96,15 @@ struct run spawn_run(const char *const *argv, const char *const *env, const char
 		posix_spawn_file_actions_addclose(&fa, out[i]);
 		posix_spawn_file_actions_addclose(&fa, err[i]);
 	}
-	cr_assert_eq(posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, e), 0,
-		     "spawn %s", argv[0]);
+	posix_spawnattr_init(&at);
+	if (group) {
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+		posix_spawnattr_setpgroup(&at, 0);
+	}
+	i = posix_spawnp(&pid, argv[0], &fa, &at, (char *const *)argv, e ? e : o->envp);
+	cr_assert_eq(i, 0, "spawn %s: %s", argv[0], strerror(i));
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	free(e);
 	close(in[0]);
 	close(out[1]);
@@ -107,7 +121,13 @@ struct run spawn_run(const char *const *argv, const char *const *env, const char
 
 		if (left <= 0 || poll(pf, 3, (int)left) == 0) {
 			r.timed_out = 1;
-			kill(pid, SIGKILL);
+			if (group) {
+				kill(-pid, SIGTERM);
+				sleep(2);
+				kill(-pid, SIGKILL);
+			} else {
+				kill(pid, SIGKILL);
+			}
 			break;
 		}
 		if (pf[0].fd >= 0 && pf[0].revents) {
@@ -137,6 +157,7 @@ struct run spawn_run(const char *const *argv, const char *const *env, const char
 		if (pf[i].fd >= 0)
 			close(pf[i].fd);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	r.secs = (double)(now_ms() - start) / 1000.0;
 	r.rc = WIFEXITED(status) && !r.timed_out ? WEXITSTATUS(status) : -1;
 	r.sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	sink_add(&so, "", 0);

@@ -11,13 +11,26 @@ struct run {
 	int rc;        /* exit status; -1 if killed by a signal or timed out */
 	int sig;       /* the signal, if killed */
 	int timed_out; /* 1 if it ran past the timeout and was killed */
+	double secs;   /* wall time from spawn to exit */
 	char *out, *err;
+};
+
+struct run_opts {
+	/* the child's whole environment; NULL: this process's plus env */
+	char *const *envp;
+	/* the child leads its own process group, and a timeout ends the whole
+	 * group, SIGTERM first (so a launcher such as mpirun takes its ranks
+	 * down), SIGKILL 2 s later */
+	int own_group;
 };
 
 /* argv[0] is the path; env: extra "NAME=value" entries (NULL-terminated, may
  * be NULL) added to this process's environment; input: stdin (NULL: empty). */
 struct run spawn_run(const char *const *argv, const char *const *env, const char *input,
 		     int timeout_s);
+/* The same with options (o may be NULL). */
+struct run spawn_run_opts(const char *const *argv, const char *const *env, const char *input,
+			  int timeout_s, const struct run_opts *o);
 void run_free(struct run *r);
 /* Occurrences of needle in hay. */
 int count_of(const char *hay, const char *needle);

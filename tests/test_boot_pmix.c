@@ -6,52 +6,16 @@
  * built when oxr has PMIx, and ci/test installs openmpi-bin.
  */
 #include <criterion/criterion.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "run_child.h"
 
 extern char **environ;
 
 #define CHILD OXR_BIN_DIR "/boot_child"
-
-struct run {
-	int rc; /* exit status, or -1 if it did not exit normally */
-	double secs;
-	char *out, *err;
-};
-
-struct sink {
-	char *b;
-	size_t n, cap;
-};
-
-static void sink_add(struct sink *s, const char *p, size_t n)
-{
-	if (s->cap - s->n <= n) {
-		s->cap = 2 * s->cap + n + 1;
-		s->b = realloc(s->b, s->cap);
-		cr_assert_not_null(s->b);
-	}
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-	s->b[s->n] = 0;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* mpirun's full path from PATH, or NULL. */
 static char *find_mpirun(void)
@@ -120,84 +84,19 @@ static char **child_env(const char *const *extra)
 }
 
 /*
- * Runs argv with stdin from /dev/null and both outputs captured, for at most
- * limit seconds.  posix_spawn, not fork: Criterion's workers do not survive a
- * fork.  The child leads its own process group so that a stuck launch can be
- * ended with everything it started.
+ * Runs argv with both outputs captured, for at most limit seconds, in its
+ * own process group so that a stuck launch is ended with everything it
+ * started; a run past the limit fails the test with what it printed.
  */
-static struct run run_cmd(char *const argv[], const char *const *extra, double limit)
+static struct run run_cmd(char *const argv[], const char *const *extra, int limit)
 {
-	int out[2], err[2], i, status, npf = 2;
-	struct sink so = { 0 }, se = { 0 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	struct pollfd pf[2];
 	char **env = child_env(extra);
-	double start = now();
-	struct run r;
-	pid_t pid;
+	const struct run_opts o = { .envp = env, .own_group = 1 };
+	struct run r = spawn_run_opts((const char *const *)argv, NULL, NULL, limit, &o);
 
-	cr_assert(!pipe(out) && !pipe(err));
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-	for (i = 0; i < 2; i++) {
-		posix_spawn_file_actions_addclose(&fa, out[i]);
-		posix_spawn_file_actions_addclose(&fa, err[i]);
-	}
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	i = posix_spawn(&pid, argv[0], &fa, &at, argv, env);
-	cr_assert_eq(i, 0, "spawn %s: %s", argv[0], strerror(i));
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	free(env);
-	close(out[1]);
-	close(err[1]);
-	pf[0] = (struct pollfd){ .fd = out[0], .events = POLLIN };
-	pf[1] = (struct pollfd){ .fd = err[0], .events = POLLIN };
-	while (npf) {
-		int left = (int)((start + limit - now()) * 1000), ready = 0;
-		char buf[4096];
-		ssize_t n;
-
-		if (left > 0) {
-			ready = poll(pf, 2, left);
-			if (ready < 0 && errno == EINTR)
-				continue;
-			cr_assert_geq(ready, 0, "poll: %s", strerror(errno));
-		}
-		if (!ready) {
-			/* SIGTERM first: mpirun then takes its ranks down too. */
-			kill(-pid, SIGTERM);
-			sleep(2);
-			kill(-pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			cr_assert_fail("%s ran past %.0f s (hung?)\nstdout:\n%s\nstderr:\n%s",
-				       argv[0], limit, so.b ? so.b : "", se.b ? se.b : "");
-		}
-		for (i = 0; i < 2; i++) {
-			if (pf[i].fd < 0 || !pf[i].revents)
-				continue;
-			n = read(pf[i].fd, buf, sizeof(buf));
-			if (n > 0) {
-				sink_add(i == 0 ? &so : &se, buf, (size_t)n);
-			} else if (n == 0 || errno != EINTR) {
-				close(pf[i].fd);
-				pf[i].fd = -1;
-				npf--;
-			}
-		}
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	r.secs = now() - start;
-	r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	sink_add(&so, "", 0);
-	sink_add(&se, "", 0);
-	r.out = so.b;
-	r.err = se.b;
+	cr_assert(!r.timed_out, "%s ran past %d s (hung?)\nstdout:\n%s\nstderr:\n%s", argv[0],
+		  limit, r.out, r.err);
 	return r;
 }
 
