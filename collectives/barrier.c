@@ -94,6 +94,7 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 {
 	oxr_barrier_t *b;
 	oxr_status_t st;
+	void *mem;
 	int a = OXR_BARRIER_BITMAP, n;
 	long spin, radix;
 
@@ -110,7 +111,9 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	b->g = g;
 	b->slot = bar_slot_bytes(n);
 	b->len = b->slot * 2 * (size_t)n;
-	b->mem = calloc(1, b->len);
+	/* the window near the HCA: its bitmaps are written by DMA */
+	if (oxr_win_alloc(g, b->len, &mem) == OXR_OK)
+		b->mem = mem;
 	b->rbits = calloc((size_t)(n + 63) / 64, 8);
 	b->sbuf = calloc(1, b->slot);
 	if (!b->mem || !b->rbits || !b->sbuf ||
@@ -135,7 +138,7 @@ void oxr_barrier_destroy(oxr_barrier_t *b)
 		return;
 	oxr_win_destroy(b->w);
 	bar_core_free(&b->c);
-	free(b->mem);
+	oxr_win_free(b->g, b->mem, b->len);
 	free(b->rbits);
 	free(b->sbuf);
 	free(b);

@@ -115,7 +115,7 @@ void oxr_crystal_destroy(oxr_crystal *cr)
 	if (!cr)
 		return;
 	oxr_win_destroy(cr->win);
-	free(cr->mem);
+	oxr_win_free(cr->g, cr->mem, cr->memlen);
 	free(cr->out.p);
 	free(cr->cur.p);
 	free(cr->next.p);

@@ -75,20 +75,21 @@ oxr_status_t oxr_cr_reserve(struct buf *b, uint64_t more)
 oxr_status_t oxr_cr_make_window(oxr_crystal *cr, uint64_t region, int timeout_ms)
 {
 	size_t len = 2 * (size_t)cr->nslots * region;
-	uint8_t *mem = NULL;
+	void *mem = NULL;
 	oxr_win *w;
 	oxr_status_t st;
 
-	if (len && posix_memalign((void **)&mem, 4096, len))
-		return oxr_err(OXR_ERR_NOMEM, "crystal: no memory for a %zu-byte landing window", len);
+	/* near the HCA: the stages' records land here by DMA */
+	if ((st = oxr_win_alloc(cr->g, len, &mem)))
+		return st;
 	st = oxr_win_create(cr->g, CR_WIN_ID | (cr->gen & 0xff), mem, len, timeout_ms, &w);
 	if (st) {
-		free(mem);
+		oxr_win_free(cr->g, mem, len);
 		return st;
 	}
 	cr->gen++;
 	oxr_win_destroy(cr->win);
-	free(cr->mem);
+	oxr_win_free(cr->g, cr->mem, cr->memlen);
 	cr->win = w;
 	cr->mem = mem;
 	cr->memlen = len;

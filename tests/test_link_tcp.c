@@ -471,3 +471,40 @@ Test(link, forged_puts_never_land)
 	free(wb.base);
 	free_pair(&p);
 }
+
+/* oxr_win_alloc: zeroed, page-aligned memory that serves as a window (on
+ * verbs it comes from the device's NUMA node; test_verbs_link puts into it) */
+Test(link, window_memory_from_oxr_win_alloc)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	const size_t len = 3 * 4096 + 100;
+	uint8_t *mem, msg[64];
+	void *v = NULL;
+	oxr_win_note n;
+	size_t i;
+
+	make_pair(&p, 2, "network", "little");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_alloc(NULL, len, &v), OXR_ERR_INVAL);
+	cr_assert_eq(oxr_win_alloc(p.a, len, NULL), OXR_ERR_INVAL);
+	cr_assert_eq(oxr_win_alloc(p.a, len, &v), OXR_OK, "%s", oxr_errmsg());
+	mem = v;
+	cr_assert_eq((uintptr_t)mem % 4096, 0, "page-aligned");
+	for (i = 0; i < len && !mem[i]; i++)
+		;
+	cr_assert_eq(i, len, "zeroed: byte %zu is %u", i, i < len ? mem[i] : 0);
+	pair_windows(&p, 9, &wa, mem, len, &wb, calloc(1, 16), 16);
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 7 + 1);
+	cr_assert_eq(oxr_put(p.b, 0, 9, len - sizeof(msg), msg, sizeof(msg), 5), OXR_OK, "%s",
+		     oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 5);
+	cr_assert(!memcmp(mem + len - sizeof(msg), msg, sizeof(msg)), "the put landed at the end");
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	oxr_win_free(p.a, mem, len);
+	free(wb.base);
+	free_pair(&p);
+}

@@ -74,22 +74,23 @@ static void *random_puts(void *arg)
 	return NULL;
 }
 
-static void random_puts_test(void);
+static void random_puts_test(int near_hca);
 
 Test(verbs, puts_at_random_offsets_and_sizes_land_exactly)
 {
-	random_puts_test();
+	random_puts_test(0);
 }
 
-/* every put by RDMA WRITE, the small ones too */
+/* every put by RDMA WRITE, the small ones too, into a window in the memory
+ * oxr_win_alloc takes near the device */
 Test(verbs, puts_all_by_rdma_write_land_exactly)
 {
 	setenv("OXR_VERBS_PUT_INLINE", "0", 1);
-	random_puts_test();
+	random_puts_test(1);
 	unsetenv("OXR_VERBS_PUT_INLINE");
 }
 
-static void random_puts_test(void)
+static void random_puts_test(int near_hca)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -99,8 +100,16 @@ static void random_puts_test(void)
 	pthread_t t;
 	int i;
 
+	void *abase = NULL;
+
 	verbs_pair(&p);
-	windows(&p, &wa, &wb, calloc(1, wlen), wlen);
+	if (near_hca) {
+		cr_assert_eq(oxr_win_alloc(p.a, wlen, &abase), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq((uintptr_t)abase % 4096, 0, "window memory is page-aligned");
+	} else {
+		abase = calloc(1, wlen);
+	}
+	windows(&p, &wa, &wb, abase, wlen);
 	x = (struct puts_arg){ .g = p.b, .shadow = calloc(1, wlen), .wlen = wlen, .n = 400 };
 	pthread_create(&t, NULL, random_puts, &x);
 	for (i = 0; i < x.n; i++) {
@@ -114,7 +123,10 @@ static void random_puts_test(void)
 	cr_assert_eq(oxr_win_landed(wa.w), (uint64_t)x.n);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
-	free(wa.base);
+	if (near_hca)
+		oxr_win_free(p.a, wa.base, wlen);
+	else
+		free(wa.base);
 	free(wb.base);
 	free(x.shadow);
 	free_pair(&p);

@@ -27,6 +27,7 @@
 #include "oxr_internal.h"
 #include "transport_impl.h"
 #ifdef OXR_HAVE_VERBS
+#include "verbs_dev.h"
 #include "verbs_link.h"
 #endif
 
@@ -132,6 +133,41 @@ static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 				  ints(g->scratch, g->links[p].v && w->mr ? 7 : 4, v, 0));
 	}
 	return st;
+}
+
+oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out)
+{
+	void *p = NULL;
+
+	if (!g || !out)
+		return oxr_err(OXR_ERR_INVAL, "win_alloc: NULL argument");
+#ifdef OXR_HAVE_VERBS
+	if (g->ctx->vdev) {
+		p = oxr_vdev_alloc(g->ctx->vdev, len);
+		if (p && len)
+			memset(p, 0, len); /* hwloc's mmap is zeroed; its fallbacks need not be */
+	} else
+#endif
+	if (!posix_memalign(&p, 4096, len ? len : 1))
+		memset(p, 0, len);
+	if (!p)
+		return oxr_err(OXR_ERR_NOMEM, "win_alloc: no memory for a %zu-byte window", len);
+	*out = p;
+	return OXR_OK;
+}
+
+void oxr_win_free(oxr_group *g, void *p, size_t len)
+{
+	if (!g || !p)
+		return;
+#ifdef OXR_HAVE_VERBS
+	if (g->ctx->vdev) {
+		oxr_vdev_free(g->ctx->vdev, p, len);
+		return;
+	}
+#endif
+	(void)len;
+	free(p);
 }
 
 oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,

@@ -188,6 +188,11 @@ typedef struct oxr_win_note {
 
 oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
 			    oxr_win **out);
+/* Zeroed, page-aligned memory for a window of g: on verbs from the NUMA node
+ * of the group's device (where the HCA's DMA is cheapest), else plain.
+ * Free it with oxr_win_free, with the same g and len, after the window. */
+oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out);
+void oxr_win_free(oxr_group *g, void *p, size_t len);
 void oxr_win_destroy(oxr_win *w);
 /* Writes src[0..len) to peer's window id at offset.  Returns when the bytes
  * have left this process (local completion); the target sees them land, in
