@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "oxr/master.h"
+#include "oxr/ox.h"
 
 #define SERVER OXR_BIN_DIR "/oxr-server"
 #define TMO 30000
@@ -34,6 +35,11 @@ void depth_is(int i, int d);
 /* Bytes as they are / 32-bit words in server i's order, on its data channel. */
 void raw(int i, const void *p, size_t n);
 void raw_words(int i, const uint32_t *w, size_t n);
+
+/* For a server started by hand: one OX message (with a serial) on fd in
+ * order; the next message from fd, its object in A. */
+void ox_send(int fd, int order, int32_t tag, int32_t sm, const oxr_cmo *o);
+oxr_ox_msg ox_recv(int fd, int order);
 
 #define CALL(i, fn, ...)                                                                           \
 	do {                                                                                       \
