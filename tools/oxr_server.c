@@ -36,10 +36,15 @@
 #define HANDSHAKE_MS 30000
 
 static volatile sig_atomic_t *reset_flag;
+/* A reset that comes before the engine exists (a master may send it as
+ * soon as its byte-order exchanges are done): kept, and handed to the
+ * engine when it starts, or the master would wait for a ball forever. */
+static volatile sig_atomic_t early_reset;
 
 static void on_usr1(int sig)
 {
 	(void)sig;
+	early_reset = 1;
 	if (reset_flag)
 		*reset_flag = 1;
 }
@@ -148,6 +153,8 @@ static int run_engine(int rfd, int wfd)
 	if ((st = oxr_engine_create(NULL, wfd, order, 0, &e)))
 		return die("engine");
 	reset_flag = oxr_engine_reset_flag(e);
+	if (early_reset)
+		*reset_flag = 1;
 	st = oxr_engine_serve(e, rfd);
 	if (st && st != OXR_ERR_CLOSED)
 		fprintf(stderr, "oxr-server: %s\n", oxr_errmsg());
