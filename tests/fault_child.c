@@ -11,6 +11,12 @@
  * group, `rank R: nothing leaked` if it holds no more file descriptors than before
  * the group was made, and no verbs queue pair or memory registration
  * (oxr_verbs_objects).  T: CLOCK_MONOTONIC microseconds, one clock for all.
+ * The failure line ends with oxr's message, which names the failed rank.
+ *
+ *   fault_child OP outside
+ * No rank kills itself: the failure comes from outside (ci/rxe-twohost
+ * powers off the host of some ranks).  Each rank prints `rank R: OP running`
+ * once OP has worked, then goes on until it fails (at most OUTSIDE_WAIT_US).
  */
 #include <dirent.h>
 #include <signal.h>
@@ -28,6 +34,8 @@
 #include "oxr/transport.h"
 
 #define TMO 20000
+#define SELF_WAIT_US 30000000LL     /* a victim among us dies within 30 ms */
+#define OUTSIDE_WAIT_US 300000000LL /* for the outside to pull the plug, under emulation */
 
 static int rank = -1;
 
@@ -137,7 +145,9 @@ static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "sendrecv";
+	int outside = argc > 2 && !strcmp(argv[2], "outside");
 	unsigned seed = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 1;
+	long long wait_us = outside ? OUTSIDE_WAIT_US : SELF_WAIT_US;
 	struct op_state s = { 0 };
 	oxr_boot *b;
 	oxr_ctx *c;
@@ -156,7 +166,7 @@ int main(int argc, char **argv)
 	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	srand(seed);
-	victim = rand() % n;
+	victim = outside ? -1 : rand() % n;
 	kill_at = (long long)(rand() % 30000); /* up to 30 ms into the run */
 	if ((st = make_objects(g, op, &s))) {
 		fprintf(stderr, "rank %d: making the %s objects: %s\n", rank, op, oxr_errmsg());
@@ -180,12 +190,16 @@ int main(int argc, char **argv)
 		}
 		if (st)
 			break;
-		if (now_us() - start > 30000000LL) {
-			fprintf(stderr, "rank %d: no failure seen in 30 s\n", rank);
+		if (outside && s.iter == 1) {
+			printf("rank %d: %s running\n", rank, op);
+			fflush(stdout);
+		}
+		if (now_us() - start > wait_us) {
+			fprintf(stderr, "rank %d: no failure seen in %lld s\n", rank, wait_us / 1000000);
 			return 1;
 		}
 	}
-	printf("rank %d: %s failed at %lld (%d)\n", rank, op, now_us(), st);
+	printf("rank %d: %s failed at %lld (%d): %s\n", rank, op, now_us(), st, oxr_errmsg());
 	fflush(stdout);
 	drop_objects(&s);
 	if ((st = oxr_group_shrink(g, TMO))) {

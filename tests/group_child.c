@@ -8,6 +8,11 @@
  *                           bytes); the receiver rebuilds
  *                           what the sender made from the same seed and
  *                           compares values, and checks the order of arrival
+ *   group_child puts K      every rank puts K blocks into every other rank's
+ *                           window (alternately 64 bytes, which travel in the
+ *                           stream, and 1000, which go by RDMA WRITE on verbs);
+ *                           each target checks every note (who, value, where)
+ *                           and every byte; the line names the links' transport
  *   group_child flood N     rank 0 sends N small messages to rank 1, which
  *                           takes them slowly; both check their RSS stays bounded
  *   group_child die         rank 1 kills itself in the middle of sending a
@@ -110,6 +115,63 @@ static int pairs(oxr_group *g, int k)
 	return 0;
 }
 
+#define PUT_SLOT 1000
+
+static uint8_t put_byte(int src, int i, size_t j)
+{
+	return (uint8_t)(src * 31 + i * 7 + (int)j * 13 + 1);
+}
+
+static int puts_all(oxr_group *g, int k)
+{
+	int n = oxr_group_size(g), p, i, got;
+	size_t len = (size_t)n * (size_t)k * PUT_SLOT, j;
+	uint8_t *win = calloc(1, len), *seen = calloc((size_t)n * (size_t)k, 1), src[PUT_SLOT];
+	const char *tr = NULL;
+	oxr_win *w;
+
+	CHECK(win && seen && oxr_win_create(g, 7, win, len, 60000, &w) == OXR_OK, "window");
+	for (i = 0; i < k; i++) {
+		size_t plen = i % 2 ? 64 : PUT_SLOT;
+
+		for (j = 0; j < plen; j++)
+			src[j] = put_byte(rank, i, j);
+		for (p = 0; p < n; p++)
+			CHECK(p == rank || oxr_put(g, p, 7, (uint64_t)(rank * k + i) * PUT_SLOT, src,
+						   plen, (uint32_t)(rank * 1000 + i)) == OXR_OK,
+			      "put %d to rank %d", i, p);
+	}
+	for (got = 0; got < (n - 1) * k; got++) {
+		oxr_win_note note;
+		int s, idx;
+
+		CHECK(oxr_win_wait(w, 60000, &note) == OXR_OK, "note %d of %d", got, (n - 1) * k);
+		s = note.peer;
+		idx = (int)(note.value % 1000);
+		CHECK(s >= 0 && s < n && s != rank && (int)(note.value / 1000) == s && idx < k &&
+			      note.offset == (uint64_t)(s * k + idx) * PUT_SLOT &&
+			      note.len == (idx % 2 ? 64u : PUT_SLOT),
+		      "note from %d: value %u, offset %llu, len %zu", s, note.value,
+		      (unsigned long long)note.offset, note.len);
+		CHECK(!seen[s * k + idx]++, "put %d from rank %d noted twice", idx, s);
+		for (j = 0; j < note.len; j++)
+			CHECK(win[note.offset + j] == put_byte(s, idx, j),
+			      "put %d from rank %d: byte %zu differs", idx, s, j);
+	}
+	for (p = 0; p < n; p++) {
+		const char *t = p == rank ? NULL : oxr_link_transport(g, p);
+
+		if (t)
+			tr = !tr || !strcmp(tr, t) ? t : "mixed";
+	}
+	oxr_win_destroy(w);
+	free(win);
+	free(seen);
+	printf("rank %d: puts ok (%d peers x %d puts, links %s)\n", rank, n - 1, k,
+	       tr ? tr : "none");
+	return 0;
+}
+
 static int flood(oxr_group *g, long count)
 {
 	long i, peak = 0, start = rss_kib();
@@ -185,6 +247,8 @@ int main(int argc, char **argv)
 	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
 	if (!strcmp(mode, "pairs"))
 		rc = pairs(g, argc > 2 ? atoi(argv[2]) : 4);
+	else if (!strcmp(mode, "puts"))
+		rc = puts_all(g, argc > 2 ? atoi(argv[2]) : 4);
 	else if (!strcmp(mode, "flood"))
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
 	else if (!strcmp(mode, "die"))

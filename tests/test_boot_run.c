@@ -368,3 +368,46 @@ Test(boot_env, bad_run_variables)
 	setenv("OXR_BOOT_TIMEOUT", "soon", 1);
 	expect_open_fails(OXR_ERR_INVAL, "OXR_BOOT_TIMEOUT='soon'");
 }
+
+/* Ranks split over two oxr-runs as over two hosts: 0-1 with the rendezvous
+ * (--publish), 2-4 joining it (--join); the token goes by a 0600 file. */
+Test(boot_run, split_publish_join)
+{
+	static const char script[] =
+		"d=$(mktemp -d) || exit 99; \"$0\" -n 5 --ranks 0-1 --publish \"$d/rv\" \"$1\" ok & p=$!; "
+		"i=0; until [ -e \"$d/rv\" ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
+		"[ \"$(stat -c %a \"$d/rv\")\" = 600 ] || echo 'rv not mode 600' >&2; "
+		"\"$0\" -n 5 --ranks 2-4 --join \"$d/rv\" \"$1\" ok; b=$?; wait $p; a=$?; "
+		"\"$0\" -n 2 --ranks 0-0 --publish \"$d/rv\" /bin/true; e=$?; "
+		"rm -rf \"$d\"; exit $((a * 16 + b + (e == 0) * 8))";
+	struct run r = run_v("/bin/sh", "-c", script, RUN, CHILD);
+	char want[64];
+	int i;
+
+	cr_assert_eq(r.rc, 0, "exit %d (16 x the publisher's + the joiner's; 8: an existing file "
+		     "was published over)\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
+	for (i = 0; i < 5; i++) {
+		snprintf(want, sizeof(want), "rank %d size 5 kind oxr-run\n", i);
+		cr_assert_eq(count_of(r.out, want), 1, "'%s' not once in:\n%s", want, r.out);
+	}
+	expect_err(r, "--publish");
+	cr_assert_null(strstr(r.err, "not mode 600"), "%s", r.err);
+	run_free(&r);
+}
+
+Test(boot_run, split_misuse)
+{
+	struct run r = run_v(RUN, "-n", "4", "--ranks", "0-1", CHILD, "ok");
+
+	cr_assert_eq(r.rc, 2, "exit %d\n%s", r.rc, r.err);
+	expect_err(r, "leaves ranks to other hosts");
+	run_free(&r);
+	r = run_v(RUN, "-n", "4", "--ranks", "2-4", "--join", "/nonexistent", CHILD, "ok");
+	cr_assert_eq(r.rc, 2, "exit %d\n%s", r.rc, r.err);
+	expect_err(r, "ranks go from 0 to 3");
+	run_free(&r);
+	r = run_v(RUN, "-n", "4", "--ranks", "2-3", "--join", "/dev/null", CHILD, "ok");
+	cr_assert_eq(r.rc, 1, "exit %d\n%s", r.rc, r.err);
+	expect_err(r, "not a file written by oxr-run --publish");
+	run_free(&r);
+}

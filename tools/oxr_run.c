@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * oxr-run -n N [--timeout SECONDS] [--survive] [--] PROGRAM ARGS...
+ * oxr-run -n N [--timeout SECONDS] [--survive] [--ranks A-B --publish FILE |
+ *         --ranks A-B --join FILE] [--] PROGRAM ARGS...
  *
  * Starts N copies of PROGRAM on this machine as ranks 0..N-1 and is their
- * rendezvous for the oxr-run bootstrap (environment and protocol: the top
+ * rendezvous.  Split over hosts: one oxr-run starts ranks A..B and serves
+ * the rendezvous for all N, writing its address and the token to FILE
+ * (--publish); on each other host an oxr-run starts its ranks, which join
+ * that rendezvous with what FILE says (--join), so the token travels by a
+ * file only the two hosts' user can read, never by argv or the environment for the oxr-run bootstrap (environment and protocol: the top
  * of transport/boot_run.c).  One thread, one poll loop: it serves every
  * rank's connection, reaps the ranks, and stops the whole run as soon as
  * one of them fails, so that no other rank waits for it forever (with
@@ -11,6 +16,7 @@
  */
 #define _GNU_SOURCE /* accept4, pipe2, POLLRDHUP */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,9 +45,12 @@
 #define KILL_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
 #define EXIT_GRACE_MS 500  /* from a rank's link closing to "it left" */
 #define TOLD_GRACE_MS 1000 /* from a rank's failure to SIGTERM to the others */
+#define LINGER_MS 2000     /* last replies to other hosts' ranks, after ours exited */
 
 static const char usage_text[] =
 	"usage: oxr-run -n N [--timeout SECONDS] [--survive] [--addr IP] [--] PROGRAM [ARGS...]\n"
+	"       oxr-run -n N --ranks A-B --addr IP --publish FILE [...] [--] PROGRAM [ARGS...]\n"
+	"       oxr-run -n N --ranks A-B --join FILE [...] [--] PROGRAM [ARGS...]\n"
 	"\n"
 	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 4096),\n"
 	"and serves their oxr bootstrap: oxr_boot_open() in each copy joins the group.\n"
@@ -55,6 +64,13 @@ static const char usage_text[] =
 	"  --addr IP          the rendezvous listens on IP (default 127.0.0.1): ranks in\n"
 	"                     other network namespaces reach it there; each rank's\n"
 	"                     OXR_HOST says where the others reach it\n"
+	"  --ranks A-B        start only ranks A to B here; the others are started on\n"
+	"                     other hosts by an oxr-run with --join\n"
+	"  --publish FILE     serve the rendezvous for all N ranks and write its address\n"
+	"                     and the one-time token to FILE (new, mode 0600), for the\n"
+	"                     --join of the other hosts (a file both can read)\n"
+	"  --join FILE        serve no rendezvous: this host's ranks join the one FILE\n"
+	"                     names (written by --publish)\n"
 	"\n"
 	"Exit status: 0 every rank exited 0; 1 a rank or the rendezvous failed;\n"
 	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"
@@ -95,6 +111,10 @@ struct oxrun {
 	int survive;             /* --survive: a failure is reported, the rest go on */
 	int failed_code;         /* with --survive: the first failure's status */
 	struct in_addr addr;     /* --addr: where the rendezvous listens */
+	int first, last;         /* --ranks: the ranks started here */
+	const char *publish;     /* --publish FILE */
+	const char *join;        /* --join FILE */
+	int64_t linger_at;       /* replies to other hosts' ranks are sent until then */
 };
 
 static int64_t now_ms(void)
@@ -690,6 +710,28 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 			o->survive = 1;
 			continue;
 		}
+		if (!strcmp(a, "--ranks")) {
+			char *end = NULL;
+
+			v = argv[++i];
+			o->first = v ? (int)strtol(v, &end, 10) : -1;
+			o->last = end && *end == '-' ? (int)strtol(end + 1, &end, 10) : -1;
+			if (!v || !isdigit((unsigned char)*v) || *end || o->first < 0 ||
+			    o->last < o->first) {
+				fprintf(stderr, "oxr-run: --ranks wants A-B (0 <= A <= B), not '%s'\n",
+					v ? v : "");
+				return -1;
+			}
+			continue;
+		}
+		if (!strcmp(a, "--publish") || !strcmp(a, "--join")) {
+			if (!argv[i + 1]) {
+				fprintf(stderr, "oxr-run: %s lacks its FILE\n", a);
+				return -1;
+			}
+			*(a[2] == 'p' ? &o->publish : &o->join) = argv[++i];
+			continue;
+		}
 		if (!strcmp(a, "--addr")) {
 			if (!argv[i + 1] || inet_pton(AF_INET, argv[i + 1], &o->addr) != 1) {
 				fprintf(stderr, "oxr-run: --addr wants an IPv4 address of this host, not "
@@ -727,7 +769,95 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 		return -1;
 	}
 	o->n = (int)n;
+	if (o->last < 0)
+		o->last = o->n - 1;
+	if (o->last >= o->n) {
+		fprintf(stderr, "oxr-run: --ranks %d-%d: ranks go from 0 to %d\n", o->first,
+			o->last, o->n - 1);
+		return -1;
+	}
+	if (o->publish && o->join) {
+		fprintf(stderr, "oxr-run: --publish and --join exclude each other\n");
+		return -1;
+	}
+	if ((o->first > 0 || o->last < o->n - 1) && !o->publish && !o->join) {
+		fprintf(stderr, "oxr-run: --ranks %d-%d leaves ranks to other hosts: serve them "
+			"with --publish FILE, or join with --join FILE\n", o->first, o->last);
+		return -1;
+	}
 	return i;
+}
+
+/*
+ * --publish: "IP:PORT\n" and the token's 64 hex digits, written under a
+ * temporary name and renamed, so a --join never reads half a file.  O_EXCL:
+ * a file left by an earlier run is refused, not trusted.
+ */
+static int publish(struct oxrun *o, const char *addr)
+{
+	char tmp[PATH_MAX], text[96];
+	int fd, len, i, ok;
+
+	len = snprintf(text, sizeof(text), "%s\n", addr);
+	for (i = 0; i < OXR_TOKEN_BYTES; i++)
+		len += snprintf(text + len, sizeof(text) - (size_t)len, "%02x", o->token[i]);
+	text[len++] = '\n';
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", o->publish) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "oxr-run: --publish %s: name too long\n", o->publish);
+		return -1;
+	}
+	errno = 0;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ok = fd >= 0 && write(fd, text, (size_t)len) == len;
+	ok = fd >= 0 && !close(fd) && ok && !link(tmp, o->publish); /* link: never replaces */
+	explicit_bzero(text, sizeof(text));
+	if (!ok)
+		fprintf(stderr, "oxr-run: --publish %s: cannot write it as a new file: %s\n",
+			o->publish, errno ? strerror(errno) : "short write");
+	if (fd >= 0)
+		unlink(tmp);
+	return ok ? 0 : -1;
+}
+
+/* --join: the address and the token a --publish wrote. */
+static int join(struct oxrun *o)
+{
+	char text[128], *nl;
+	ssize_t k = -1;
+	int fd = open(o->join, O_RDONLY | O_CLOEXEC), i, bad;
+
+	if (fd >= 0) {
+		k = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (k < 0) {
+		fprintf(stderr, "oxr-run: --join %s: %s\n", o->join, strerror(errno));
+		return -1;
+	}
+	text[k] = 0;
+	nl = strchr(text, '\n');
+	bad = !nl || strlen(nl + 1) != 2 * OXR_TOKEN_BYTES + 1 ||
+	      nl[1 + 2 * OXR_TOKEN_BYTES] != '\n';
+	for (i = 0; !bad && i < OXR_TOKEN_BYTES; i++) {
+		unsigned v;
+
+		bad = !isxdigit((unsigned char)nl[1 + 2 * i]) ||
+		      !isxdigit((unsigned char)nl[2 + 2 * i]) ||
+		      sscanf(nl + 1 + 2 * i, "%2x", &v) != 1;
+		o->token[i] = (uint8_t)v;
+	}
+	if (!bad) {
+		*nl = 0;
+		/* The ranks check the address's form themselves (OXR_RUN_ADDR). */
+		setenv("OXR_RUN_ADDR", text, 1);
+	}
+	explicit_bzero(text, sizeof(text));
+	if (bad) {
+		fprintf(stderr, "oxr-run: --join %s: not a file written by oxr-run --publish "
+			"(IP:PORT, then 64 hex digits of the token)\n", o->join);
+		return -1;
+	}
+	return 0;
 }
 
 static int listen_local(struct oxrun *o)
@@ -747,7 +877,7 @@ static int listen_local(struct oxrun *o)
 	}
 	snprintf(addr, sizeof(addr), "%s:%u", ip, ntohs(sa.sin_port));
 	setenv("OXR_RUN_ADDR", addr, 1);
-	return 0;
+	return o->publish ? publish(o, addr) : 0;
 }
 
 static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
@@ -795,16 +925,36 @@ static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
 	setenv("OXR_RUN_SIZE", v, 1);
 	/* An mpirun around oxr-run must not make the ranks pick PMIx. */
 	setenv("OXR_BOOT", "run", 1);
-	return listen_local(o);
+	return o->join ? join(o) : listen_local(o);
 }
 
-/* Until the last rank is reaped: serve, reap, and watch the clocks. */
+/*
+ * Ranks on other hosts may still be owed the last reply when the last rank
+ * here exits: it goes out, for a moment at most (LINGER_MS).
+ */
+static int replying(struct oxrun *o)
+{
+	int i;
+
+	if (o->broken || o->stopping)
+		return 0;
+	if (!o->linger_at)
+		o->linger_at = now_ms() + LINGER_MS;
+	if (now_ms() >= o->linger_at)
+		return 0;
+	for (i = 0; i < o->nconns; i++)
+		if (o->conns[i]->fd >= 0 && o->conns[i]->state == C_REPLY)
+			return 1;
+	return 0;
+}
+
+/* Until the last rank here is reaped: serve, reap, and watch the clocks. */
 static void serve(struct oxrun *o)
 {
 	struct pollfd *pf = NULL;
 	int cap = 0;
 
-	while (o->running > 0) {
+	while (o->running > 0 || replying(o)) {
 		int64_t now = now_ms(), wake = stop_clock(o, now);
 		int i, np = o->nconns;
 
@@ -826,6 +976,8 @@ static void serve(struct oxrun *o)
 			wake = o->deadline;
 		if (o->grace_at && !o->broken && (wake < 0 || o->grace_at < wake))
 			wake = o->grace_at;
+		if (o->running == 0 && (wake < 0 || o->linger_at < wake))
+			wake = o->linger_at;
 		if (poll(pf, (nfds_t)np + 2, wake < 0 ? -1 : wake > now ? (int)(wake - now) : 0) < 0
 		    && errno != EINTR)
 			stop(o, 1, "oxr-run: poll failed", 0);
@@ -869,7 +1021,8 @@ static void cleanup(struct oxrun *o)
 
 int main(int argc, char **argv)
 {
-	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1, .addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1, .addr.s_addr = htonl(INADDR_LOOPBACK),
+			   .last = -1 };
 	struct rlimit nofile;
 	sigset_t old;
 	int prog, r, code = 0;
@@ -889,7 +1042,7 @@ int main(int argc, char **argv)
 	}
 	if (o.timeout_s)
 		o.deadline = now_ms() + (int64_t)o.timeout_s * 1000;
-	for (r = 0; r < o.n && !code; r++)
+	for (r = o.first; r <= o.last && !code; r++)
 		code = spawn(&o, r, argv + prog, &old, &nofile);
 	if (code)
 		stop(&o, code, "oxr-run could not start every rank", 0);

@@ -247,7 +247,11 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 		oxr_link_fail(g, &g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
 	if (st == OXR_OK)
 		st = op->st;
-	if (st)
+	/* a revoke that dropped the send leaves this link's message empty: say
+	 * who revoked, or which rank failed, as a receive would */
+	if (st == OXR_ERR_REVOKED && g->revoked && !g->links[peer].errmsg[0])
+		st = oxr_err(OXR_ERR_REVOKED, "send to rank %d: %s", peer, g->revoke_msg);
+	else if (st)
 		oxr_err_keep(g->links[peer].errmsg);
 	free(op->mem);
 	free(op);
