@@ -131,6 +131,33 @@ Test(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_g
 	free_pair(&p);
 }
 
+/* A request the revoke ended says so each time it is asked, whatever
+ * failed in between: the receive it was and who revoked. */
+Test(revoke, a_revoked_request_names_itself_and_who_revoked)
+{
+	struct pair p;
+	oxr_req *r = NULL;
+	int done = 0, i;
+
+	pair_up(&p);
+	cr_assert_eq(oxr_irecv(p.b, 0, &r), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
+	for (i = 0; i < 20000 && !done; i++) {
+		if (oxr_req_test(r, &done) && !done)
+			break;
+		if (!done)
+			usleep(100);
+	}
+	cr_assert(done, "the pending receive completes once the revoke arrives");
+	cr_assert_eq(send_int(p.b, 0, 1), OXR_ERR_REVOKED, "another call fails meanwhile");
+	cr_assert_eq(oxr_req_test(r, &done), OXR_ERR_REVOKED);
+	cr_assert(strstr(oxr_errmsg(), "receive from rank 0") &&
+		  strstr(oxr_errmsg(), "revoked by rank 0"), "%s", oxr_errmsg());
+	cr_assert_eq(oxr_req_wait(r, 1000), OXR_ERR_REVOKED);
+	oxr_req_free(r);
+	free_pair(&p);
+}
+
 /* Messages sent in epoch 0 and never taken are gone after the reset: the
  * first message of epoch 1 is the first one delivered. */
 Test(revoke, messages_of_the_old_epoch_are_never_delivered_after_a_reset)

@@ -370,20 +370,36 @@ static int req_done(void *arg)
 	return r->done;
 }
 
+/* A request that a revoke ended says who revoked or which rank failed, as
+ * the blocking calls do; the message of the moment may be anyone's. */
+static oxr_status_t req_status(oxr_req *r)
+{
+	char what[48];
+
+	if (r->st == OXR_ERR_REVOKED && r->g->revoked) {
+		snprintf(what, sizeof(what), "%s rank %d", r->is_send ? "send to" : "receive from",
+			 r->peer);
+		return oxr_revoked_err(r->g, what);
+	}
+	if (r->st && r->g->links[r->peer].errmsg[0])
+		oxr_err_keep(r->g->links[r->peer].errmsg);
+	return r->st;
+}
+
 oxr_status_t oxr_req_test(oxr_req *r, int *done)
 {
 	oxr_status_t st = oxr_progress_once(r->g, 0);
 
 	try_recv(r);
 	*done = r->done;
-	return r->done ? r->st : st;
+	return r->done ? req_status(r) : st;
 }
 
 oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms)
 {
 	oxr_status_t st = oxr_progress_until(r->g, req_done, r, timeout_ms);
 
-	return st ? st : r->st;
+	return st ? st : req_status(r);
 }
 
 oxr_rmsg *oxr_req_take(oxr_req *r)
