@@ -6,7 +6,8 @@
  *             [--compare] [--quick] [--json FILE] [--dat DIR] [--model] [-B BINDIR]
  *
  * It starts each program (oxr ones under oxr-run, the Open MPI peers under
- * mpirun, perftest's client and server itself) with OXR_BENCH_SAMPLES
+ * mpirun, perftest's client and server itself, bench_rfc100 its own
+ * master and servers) with OXR_BENCH_SAMPLES
  * pointing into a scratch folder, reads back the raw samples every program
  * appended there (bench_stats.h), and computes every statistic itself, so
  * oxr and its peers are reduced alike.  Peers run in the same invocation,
@@ -389,7 +390,7 @@ static void bench_p2p(void)
 
 static void bench_groups(void)
 {
-	char iters[16], warm[16], reps[16], citers[16], rev[16];
+	char iters[16], warm[16], reps[16], citers[16], rev[16], rfi[16];
 	char *q = opt.quick ? "--quick" : NULL;
 	int i;
 
@@ -398,6 +399,7 @@ static void bench_groups(void)
 	snprintf(reps, sizeof(reps), "%d", opt.quick ? 5 : 15);
 	snprintf(citers, sizeof(citers), "%d", opt.quick ? 5 : 20);
 	snprintf(rev, sizeof(rev), "%d", opt.quick ? 10 : 40);
+	snprintf(rfi, sizeof(rfi), "%d", opt.quick ? 5 : 20);
 	for (i = 0; i < opt.nranks; i++) {
 		int n = opt.ranks[i];
 		char *bm[] = { bin("bench_barrier"), "bitmap", iters, warm, NULL };
@@ -407,6 +409,8 @@ static void bench_groups(void)
 		char *cr[] = { bin("bench_crystal"), "--dests", "max", "--bytes", "64", "--reps",
 			       reps, "--iters", citers, NULL };
 		char *rv[] = { bin("bench_revoke"), rev, "3", NULL };
+		char num[16], *rf[] = { bin("bench_rfc100"), "-n", num, "--sizes",
+					opt.bcast_sizes, "--iters", rfi, NULL };
 
 		if (want("barrier")) {
 			run_oxr("barrier (bitmap)", n, bm);
@@ -419,6 +423,11 @@ static void bench_groups(void)
 			bc[0] = bin("mpi_bcast");
 			if (mpi_peer("mpi_bcast"))
 				run_mpi("bcast, reduce (Open MPI)", n, bc);
+			if (opt.compare && have_file("bench_rfc100")) {
+				snprintf(num, sizeof(num), "%d", n);
+				run("bcast, reduce (RFC-100 master loop, RFC-102 by the master)",
+				    rf);
+			}
 		}
 		if (want("crystal")) {
 			run_oxr("crystal router", n, cr);
@@ -568,6 +577,8 @@ int main(int argc, char **argv)
 	snprintf(opt.samples, sizeof(opt.samples), "%s/samples.jsonl", opt.scratch);
 	setenv("OXR_BENCH_SAMPLES", opt.samples, 1);
 	setenv("OXR_TRANSPORT", opt.transport, 1);
+	/* bench_rfc100's servers: this build's, not one found elsewhere */
+	setenv("OXR_SERVER", bin("oxr-server"), 0);
 	if (getuid() == 0) {
 		setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
 		setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);

@@ -21,8 +21,8 @@ static const struct {
 	{ "put", "oxr", { "perftest" } },
 	{ "put_bw", "oxr", { "perftest" } },
 	{ "barrier", "oxr", { "mpi", "oxr-dissemination" } },
-	{ "bcast", "oxr", { "mpi" } },
-	{ "reduce", "oxr", { "mpi" } },
+	{ "bcast", "oxr", { "mpi", "rfc100", "rfc102" } },
+	{ "reduce", "oxr", { "mpi", "rfc100", "rfc102" } },
 	{ "crystal", "oxr-crystal", { "mpi-alltoallv", "oxr-pairwise" } },
 	{ "revoke", "oxr", { NULL } },
 	{ "reset", "oxr", { NULL } },
@@ -120,12 +120,40 @@ static void print_table(const struct oxr_bench_set *s, int p, FILE *out)
 	}
 }
 
+/* The peers after the first: a short table each, the medians and the ratio. */
+static void print_more_peers(const struct oxr_bench_set *s, int p, FILE *out)
+{
+	const char *first = oxr_bench_peer_of(s, pairs[p].bench);
+	size_t i;
+	int k;
+
+	for (k = 0; k < 3 && pairs[p].peers[k]; k++) {
+		const char *peer = pairs[p].peers[k];
+		if (first == peer || !has(s, pairs[p].bench, peer))
+			continue;
+		fprintf(out, "# %s: oxr against %s\n# %-6s %5s %11s %11s %9s\n", pairs[p].bench,
+			peer, "ranks", "size", pairs[p].oxr, peer, "oxr/peer");
+		for (i = 0; i < s->n; i++) {
+			const struct oxr_bench_set_row *r = &s->row[i], *q;
+			char sz[24];
+			if (strcmp(r->bench, pairs[p].bench) || strcmp(r->impl, pairs[p].oxr) ||
+			    !(q = oxr_bench_find(s, r->bench, peer, r->ranks, r->bytes)))
+				continue;
+			size_str(sz, sizeof(sz), r->bytes);
+			fprintf(out, "  %-6d %5s %11.2f %11.2f %9.2f\n", r->ranks, sz, r->st.median,
+				q->st.median, ratio(r, q));
+		}
+	}
+}
+
 void oxr_bench_print_tables(const struct oxr_bench_set *s, FILE *out)
 {
 	size_t p;
 
-	for (p = 0; p < NPAIRS; p++)
+	for (p = 0; p < NPAIRS; p++) {
 		print_table(s, (int)p, out);
+		print_more_peers(s, (int)p, out);
+	}
 	fprintf(out, "\n# us: lower is better, oxr/peer < 1 is oxr faster; MB/s (10^6 bytes):"
 		" higher is better, oxr/peer > 1 is oxr faster.  Peers ran in this invocation,"
 		" one program after the other, on this machine (%d cores): the ratios, not the"
@@ -218,16 +246,19 @@ int oxr_bench_write_json(const struct oxr_bench_set *s, const char *path, const 
 	fprintf(f, "\n],\n\"ratios\": [");
 	for (i = 0; i < s->n; i++) {
 		const struct oxr_bench_set_row *r = &s->row[i], *q;
-		int p = pair_of(r->bench);
-		const char *peer = oxr_bench_peer_of(s, r->bench);
-		if (p < 0 || strcmp(r->impl, pairs[p].oxr) || !peer ||
-		    !(q = oxr_bench_find(s, r->bench, peer, r->ranks, r->bytes)))
+		int p = pair_of(r->bench), k;
+		if (p < 0 || strcmp(r->impl, pairs[p].oxr))
 			continue;
-		fprintf(f, "%s\n  {\"bench\": \"%s\", \"ranks\": %d, \"bytes\": %zu, \"oxr\": \"%s\", "
-			"\"peer\": \"%s\", \"oxr_median\": %.4f, \"peer_median\": %.4f, "
-			"\"ratio\": %.4f}", sep, r->bench, r->ranks, r->bytes, r->impl, peer,
-			r->st.median, q->st.median, ratio(r, q));
-		sep = ",";
+		for (k = 0; k < 3 && pairs[p].peers[k]; k++) {
+			const char *peer = pairs[p].peers[k];
+			if (!(q = oxr_bench_find(s, r->bench, peer, r->ranks, r->bytes)))
+				continue;
+			fprintf(f, "%s\n  {\"bench\": \"%s\", \"ranks\": %d, \"bytes\": %zu, "
+				"\"oxr\": \"%s\", \"peer\": \"%s\", \"oxr_median\": %.4f, "
+				"\"peer_median\": %.4f, \"ratio\": %.4f}", sep, r->bench, r->ranks,
+				r->bytes, r->impl, peer, r->st.median, q->st.median, ratio(r, q));
+			sep = ",";
+		}
 	}
 	fprintf(f, "\n],\n\"model\": %s\n}\n", model_json ? model_json : "null");
 	return fclose(f) ? -1 : 0;
