@@ -305,14 +305,24 @@ static void run(const char *what, char *const argv[])
 	}
 }
 
+/* BINDIR/name, one buffer per name for the whole run (argv arrays keep
+ * pointers to them) */
 static char *bin(const char *name)
 {
-	static char buf[8][4200];
-	static int k;
+	static struct {
+		const char *name;
+		char path[4200];
+	} tab[16];
+	int i;
 
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", opt.bindir, name);
-	return buf[k];
+	for (i = 0; i < 16 && tab[i].name; i++)
+		if (!strcmp(tab[i].name, name))
+			return tab[i].path;
+	if (i == 16)
+		die("more than 16 programs");
+	tab[i].name = name;
+	snprintf(tab[i].path, sizeof(tab[i].path), "%s/%s", opt.bindir, name);
+	return tab[i].path;
 }
 
 /* oxr-run -n N -- PROG ARGS... */
@@ -602,5 +612,8 @@ int main(int argc, char **argv)
 	if (opt.json && oxr_bench_write_json(&set, opt.json, model))
 		die("cannot write %s", opt.json);
 	free(model);
+	while (set.n)
+		free(set.row[--set.n].samples);
+	free(set.row);
 	return 0;
 }

@@ -120,30 +120,38 @@ static void print_table(const struct oxr_bench_set *s, int p, FILE *out)
 	}
 }
 
-/* The peers after the first: a short table each, the medians and the ratio. */
+/* A short table: a's medians, b's, a/b, for every (ranks, size) of both. */
+static void print_pair(const struct oxr_bench_set *s, const char *bench, const char *a,
+		       const char *b, FILE *out)
+{
+	size_t i;
+
+	fprintf(out, "# %s: %s against %s\n# %-6s %5s %11s %11s %9s\n", bench, a, b, "ranks",
+		"size", a, b, "ratio");
+	for (i = 0; i < s->n; i++) {
+		const struct oxr_bench_set_row *r = &s->row[i], *q;
+		char sz[24];
+		if (strcmp(r->bench, bench) || strcmp(r->impl, a) ||
+		    !(q = oxr_bench_find(s, bench, b, r->ranks, r->bytes)))
+			continue;
+		size_str(sz, sizeof(sz), r->bytes);
+		fprintf(out, "  %-6d %5s %11.2f %11.2f %9.2f\n", r->ranks, sz, r->st.median,
+			q->st.median, ratio(r, q));
+	}
+}
+
+/* The peers after the first, and the RFC-100 comparison of oxr-master demo:
+ * one master driving RFC-102 against the same master's loop. */
 static void print_more_peers(const struct oxr_bench_set *s, int p, FILE *out)
 {
-	const char *first = oxr_bench_peer_of(s, pairs[p].bench);
-	size_t i;
+	const char *first = oxr_bench_peer_of(s, pairs[p].bench), *bench = pairs[p].bench;
 	int k;
 
-	for (k = 0; k < 3 && pairs[p].peers[k]; k++) {
-		const char *peer = pairs[p].peers[k];
-		if (first == peer || !has(s, pairs[p].bench, peer))
-			continue;
-		fprintf(out, "# %s: oxr against %s\n# %-6s %5s %11s %11s %9s\n", pairs[p].bench,
-			peer, "ranks", "size", pairs[p].oxr, peer, "oxr/peer");
-		for (i = 0; i < s->n; i++) {
-			const struct oxr_bench_set_row *r = &s->row[i], *q;
-			char sz[24];
-			if (strcmp(r->bench, pairs[p].bench) || strcmp(r->impl, pairs[p].oxr) ||
-			    !(q = oxr_bench_find(s, r->bench, peer, r->ranks, r->bytes)))
-				continue;
-			size_str(sz, sizeof(sz), r->bytes);
-			fprintf(out, "  %-6d %5s %11.2f %11.2f %9.2f\n", r->ranks, sz, r->st.median,
-				q->st.median, ratio(r, q));
-		}
-	}
+	for (k = 0; k < 3 && pairs[p].peers[k]; k++)
+		if (first != pairs[p].peers[k] && has(s, bench, pairs[p].peers[k]))
+			print_pair(s, bench, pairs[p].oxr, pairs[p].peers[k], out);
+	if (has(s, bench, "rfc102") && has(s, bench, "rfc100"))
+		print_pair(s, bench, "rfc102", "rfc100", out);
 }
 
 void oxr_bench_print_tables(const struct oxr_bench_set *s, FILE *out)
