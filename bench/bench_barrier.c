@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_stats.h"
 #include "oxr/barrier.h"
@@ -29,14 +28,6 @@ static void check(oxr_status_t st, const char *what)
 		fprintf(stderr, "bench_barrier: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
 		exit(1);
 	}
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
 }
 
 static void send_i(oxr_group *g, oxr_arena *a, int peer, int32_t v)
@@ -95,9 +86,9 @@ int main(int argc, char **argv)
 	{
 		uint64_t s0 = st.puts_sent, r0 = st.puts_received;
 		for (i = 0; i < iters; i++) {
-			t0 = now_us();
+			t0 = oxr_bench_now_us();
 			check(oxr_barrier(b, 60000), "barrier");
-			t[i] = now_us() - t0;
+			t[i] = oxr_bench_now_us() - t0;
 			sum += t[i];
 			check(oxr_barrier_stats(b, &st), "stats");
 			if (st.last_sent + st.last_received > peak)

@@ -201,23 +201,13 @@ static struct figure measure(int op, size_t bytes, int iters, int warm)
 	return f;
 }
 
-static void size_str(char *buf, size_t len, size_t n)
-{
-	if (n >= (1u << 20))
-		snprintf(buf, len, "%zu MiB", n >> 20);
-	else if (n >= 1024)
-		snprintf(buf, len, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, len, "%zu B", n);
-}
-
 static void report(const char *what, size_t bytes, int iters, const struct figure *f)
 {
 	char sz[32];
 
 	if (my_rank)
 		return;
-	size_str(sz, sizeof(sz), bytes);
+	oxr_bench_size_str(sz, sizeof(sz), bytes);
 	printf("%-7s %-7s %6d %12.1f %12.1f %6.0f/%-6.0f %6.0f/%-6.0f\n", what, sz, iters,
 	       f->median_us, f->min_us, f->root_sent, f->root_recv, f->max_sent, f->max_recv);
 	printf("RESULT impl=%s n=%d op=%s bytes=%zu iters=%d median_us=%.2f min_us=%.2f "
@@ -445,7 +435,7 @@ static void algo_sweep(int quick)
 		setenv("OXR_BCAST_PIPELINE_BYTES", "1", 1);
 		fc = measure(OP_BCAST, sizes[i], iters, 2);
 		unsetenv("OXR_BCAST_PIPELINE_BYTES");
-		size_str(sz, sizeof(sz), sizes[i]);
+		oxr_bench_size_str(sz, sizeof(sz), sizes[i]);
 		if (my_rank == 0) {
 			printf("%-9s %14.1f %14.1f %8.2f\n", sz, fb.median_us, fc.median_us,
 			       fc.median_us / fb.median_us);

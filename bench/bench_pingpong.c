@@ -255,21 +255,11 @@ static void bandwidth(struct bw_row *r, size_t n)
 	free(s);
 }
 
-static void size_str(char *buf, size_t len, size_t n)
-{
-	if (n >= (1u << 20))
-		snprintf(buf, len, "%zu MiB", n >> 20);
-	else if (n >= 1024)
-		snprintf(buf, len, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, len, "%zu B", n);
-}
-
 static void print_lat(const struct lat_row *r)
 {
 	char sz[24];
 
-	size_str(sz, sizeof(sz), r->bytes);
+	oxr_bench_size_str(sz, sizeof(sz), r->bytes);
 	printf("%-10s %8zu %8zu %7u %10.2f %10.2f %10.2f %10.2f\n", sz, r->bytes,
 	       r->bytes + be_overhead, r->iters, r->min, r->med, r->p99, r->mean);
 	fflush(stdout);
@@ -279,7 +269,7 @@ static void print_bw(const struct bw_row *r)
 {
 	char sz[24];
 
-	size_str(sz, sizeof(sz), r->bytes);
+	oxr_bench_size_str(sz, sizeof(sz), r->bytes);
 	printf("%-10s %8zu %8zu %7u %10.0f %10.0f %10.0f\n", sz, r->bytes, r->bytes + be_overhead,
 	       r->windows, r->mbs, r->med, r->best);
 	fflush(stdout);

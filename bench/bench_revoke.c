@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_stats.h"
 #include "oxr/oxr.h"
@@ -21,14 +20,6 @@ static void die(const char *what, oxr_status_t st)
 {
 	fprintf(stderr, "bench_revoke: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
 	exit(1);
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
 int main(int argc, char **argv)
@@ -60,19 +51,19 @@ int main(int argc, char **argv)
 		if ((st = oxr_boot_barrier(b)))
 			die("barrier", st);
 		if (rank == 0) {
-			t0 = now_us();
+			t0 = oxr_bench_now_us();
 			oxr_group_revoke(g);
 			t[0] = t0;
 		} else {
 			st = oxr_recv(g, 0, 10000, &m);
-			t[0] = now_us();
+			t[0] = oxr_bench_now_us();
 			if (st != OXR_ERR_REVOKED)
 				die("the wait did not end with the revoke", st);
 		}
-		t[1] = now_us();
+		t[1] = oxr_bench_now_us();
 		if ((st = oxr_group_reset(g, 10000)))
 			die("reset", st);
-		t[2] = now_us();
+		t[2] = oxr_bench_now_us();
 		if (rank) {
 			oxr_ox_msg out = { .tag = OXR_OX_DATA };
 			oxr_arena_reset(a);

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_stats.h"
 #include "oxr/cmo.h"
@@ -39,17 +38,9 @@ static void check(oxr_status_t st, const char *what)
 	}
 }
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
-}
-
 static double bcast_once(const oxr_cmo *x, int rfc102)
 {
-	double t0 = now_us();
+	double t0 = oxr_bench_now_us();
 	int i;
 
 	if (rfc102)
@@ -58,7 +49,7 @@ static double bcast_once(const oxr_cmo *x, int rfc102)
 		for (i = 0; i < n; i++)
 			check(oxr_master_push(m, i, x), "push");
 	check(oxr_master_sync(m, TMO), "sync");
-	return now_us() - t0;
+	return oxr_bench_now_us() - t0;
 }
 
 static double reduce_once(int rfc102)
@@ -70,14 +61,14 @@ static double reduce_once(int rfc102)
 	for (i = 0; i < n; i++)
 		check(oxr_master_push(m, i, oxr_cmo_new_zz_si(a, i + 1)), "push");
 	check(oxr_master_sync(m, TMO), "sync");
-	t0 = now_us();
+	t0 = oxr_bench_now_us();
 	if (rfc102) {
 		check(oxr_master_reduce(m, 0, "+"), "reduce");
 		check(oxr_master_result(m, 0, TMO, a, &got), "result");
 	} else
 		for (i = 0; i < n; i++)
 			check(oxr_master_pop(m, i, TMO, a, &got), "pop");
-	t0 = now_us() - t0;
+	t0 = oxr_bench_now_us() - t0;
 	for (i = 1; rfc102 && i < n; i++) /* the others' CMO_NULL, off the clock */
 		check(oxr_master_result(m, i, TMO, a, &got), "result");
 	oxr_arena_reset(a);

@@ -7,6 +7,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+double oxr_bench_now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
+}
+
+void oxr_bench_size_str(char *buf, size_t len, size_t n)
+{
+	if (n >= (1u << 20) && !(n & ((1u << 20) - 1)))
+		snprintf(buf, len, "%zu MiB", n >> 20);
+	else if (n >= 1024 && !(n & 1023))
+		snprintf(buf, len, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, len, "%zu B", n);
+}
 
 int oxr_bench_cmp_double(const void *a, const void *b)
 {

@@ -30,6 +30,10 @@ struct oxr_bench_row {
 	unsigned warmup;   /* rounds run and dropped before the samples */
 };
 
+/* CLOCK_MONOTONIC in microseconds: one clock for every rank of a machine */
+double oxr_bench_now_us(void);
+/* "8 B", "4 KiB", "1 MiB": whole KiB and MiB as such, other sizes in bytes */
+void oxr_bench_size_str(char *buf, size_t len, size_t n);
 int oxr_bench_cmp_double(const void *a, const void *b);
 /* sorted: ascending, n > 0; nearest rank, the ceil(q n)-th smallest */
 double oxr_bench_quantile(const double *sorted, size_t n, double q);

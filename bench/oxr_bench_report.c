@@ -79,16 +79,6 @@ static double ratio(const struct oxr_bench_set_row *o, const struct oxr_bench_se
 	return o && p && p->st.median > 0 ? o->st.median / p->st.median : 0;
 }
 
-static void size_str(char *buf, size_t len, size_t n)
-{
-	if (n >= (1u << 20) && !(n & ((1u << 20) - 1)))
-		snprintf(buf, len, "%zuM", n >> 20);
-	else if (n >= 1024 && !(n & 1023))
-		snprintf(buf, len, "%zuK", n >> 10);
-	else
-		snprintf(buf, len, "%zu", n);
-}
-
 static void print_table(const struct oxr_bench_set *s, int p, FILE *out)
 {
 	const char *bench = pairs[p].bench, *oxr = pairs[p].oxr, *peer = oxr_bench_peer_of(s, bench);
@@ -103,7 +93,7 @@ static void print_table(const struct oxr_bench_set *s, int p, FILE *out)
 		if (first) {
 			fprintf(out, "\n# oxr-bench %s, transport %s%s; %s (median over n samples)\n",
 				bench, s->transport, s->quick ? " (quick)" : "", r->unit);
-			fprintf(out, "# %-6s %5s %7s %11s %11s %11s %11s %11s %11s %9s\n", "ranks",
+			fprintf(out, "# %-6s %7s %7s %11s %11s %11s %11s %11s %11s %9s\n", "ranks",
 				"size", "n", "min", "median", "p99", "max", "stdev",
 				peer ? peer : "peer", "oxr/peer");
 			first = 0;
@@ -113,8 +103,8 @@ static void print_table(const struct oxr_bench_set *s, int p, FILE *out)
 			snprintf(pr, sizeof(pr), "%.2f", q->st.median);
 			snprintf(rt, sizeof(rt), "%.2f", ratio(r, q));
 		}
-		size_str(sz, sizeof(sz), r->bytes);
-		fprintf(out, "  %-6d %5s %7zu %11.2f %11.2f %11.2f %11.2f %11.2f %11s %9s\n",
+		oxr_bench_size_str(sz, sizeof(sz), r->bytes);
+		fprintf(out, "  %-6d %7s %7zu %11.2f %11.2f %11.2f %11.2f %11.2f %11s %9s\n",
 			r->ranks, sz, r->st.n, r->st.min, r->st.median, r->st.p99, r->st.max,
 			r->st.stdev, pr, rt);
 	}
@@ -126,7 +116,7 @@ static void print_pair(const struct oxr_bench_set *s, const char *bench, const c
 {
 	size_t i;
 
-	fprintf(out, "# %s: %s against %s\n# %-6s %5s %11s %11s %9s\n", bench, a, b, "ranks",
+	fprintf(out, "# %s: %s against %s\n# %-6s %7s %11s %11s %9s\n", bench, a, b, "ranks",
 		"size", a, b, "ratio");
 	for (i = 0; i < s->n; i++) {
 		const struct oxr_bench_set_row *r = &s->row[i], *q;
@@ -134,8 +124,8 @@ static void print_pair(const struct oxr_bench_set *s, const char *bench, const c
 		if (strcmp(r->bench, bench) || strcmp(r->impl, a) ||
 		    !(q = oxr_bench_find(s, bench, b, r->ranks, r->bytes)))
 			continue;
-		size_str(sz, sizeof(sz), r->bytes);
-		fprintf(out, "  %-6d %5s %11.2f %11.2f %9.2f\n", r->ranks, sz, r->st.median,
+		oxr_bench_size_str(sz, sizeof(sz), r->bytes);
+		fprintf(out, "  %-6d %7s %11.2f %11.2f %9.2f\n", r->ranks, sz, r->st.median,
 			q->st.median, ratio(r, q));
 	}
 }
