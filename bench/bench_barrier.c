@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_stats.h"
 #include "oxr/barrier.h"
 #include "oxr/transport.h"
 
@@ -28,21 +28,6 @@ static void check(oxr_status_t st, const char *what)
 		fprintf(stderr, "bench_barrier: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
 		exit(1);
 	}
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static void send_i(oxr_group *g, oxr_arena *a, int peer, int32_t v)
@@ -101,9 +86,9 @@ int main(int argc, char **argv)
 	{
 		uint64_t s0 = st.puts_sent, r0 = st.puts_received;
 		for (i = 0; i < iters; i++) {
-			t0 = now_us();
+			t0 = oxr_bench_now_us();
 			check(oxr_barrier(b, 60000), "barrier");
-			t[i] = now_us() - t0;
+			t[i] = oxr_bench_now_us() - t0;
 			sum += t[i];
 			check(oxr_barrier_stats(b, &st), "stats");
 			if (st.last_sent + st.last_received > peak)
@@ -129,7 +114,13 @@ int main(int argc, char **argv)
 			smax = s > smax ? s : smax;
 			rmax = r > rmax ? r : rmax;
 		}
-		qsort(t, (size_t)iters, sizeof(*t), cmp_d);
+		struct oxr_bench_row row = { .bench = "barrier", .ranks = n, .unit = "us",
+					     .warmup = (unsigned)warm,
+					     .impl = algo == OXR_BARRIER_BITMAP ? "oxr" :
+						     "oxr-dissemination" };
+		if (oxr_bench_emit(&row, t, (size_t)iters))
+			return 1;
+		qsort(t, (size_t)iters, sizeof(*t), oxr_bench_cmp_double);
 		printf("oxr %s n=%d iters=%ld median_us=%.2f mean_us=%.2f min_us=%.2f "
 		       "sent_mean=%.2f sent_max=%.2f recv_mean=%.2f recv_max=%.2f peak=%u transport=%s "
 		       "OXR_COLL_SPIN_US=%s OXR_SPIN_US=%s\n", argv[1], n, iters, t[iters / 2],

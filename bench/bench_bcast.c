@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 /* ---- what a backend provides ---------------------------------------- */
 
 static void be_init(int *argc, char ***argv, int *rank, int *size);
@@ -79,13 +81,6 @@ static double now(void)
 	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* How far ahead a sample starts: enough for the slowest rank to be asleep
  * waiting for it when the moment comes (oversubscribed ranks wait for a
  * core). */
@@ -111,6 +106,29 @@ static void run_op(int op, size_t bytes)
 		be_reduce_int();
 	else
 		be_reduce_double();
+}
+
+/* 0 in the algorithm sweep: its rows force an algorithm, they are not the
+ * default one's figures */
+static int emit_rows = 1;
+
+static void emit(int op, size_t bytes, int warm, double *worst_s, int iters)
+{
+	struct oxr_bench_row row = { .bench = op == OP_BCAST ? "bcast" : "reduce", .impl = be_impl,
+				     .ranks = nranks, .bytes = bytes, .unit = "us",
+				     .warmup = (unsigned)warm };
+	double *us = malloc((size_t)iters * sizeof(double));
+	int i;
+
+	if (!emit_rows)
+		return;
+	if (!us)
+		die("out of memory");
+	for (i = 0; i < iters; i++)
+		us[i] = 1e6 * worst_s[i];
+	if (oxr_bench_emit(&row, us, (size_t)iters))
+		die("cannot write the samples to $OXR_BENCH_SAMPLES");
+	free(us);
 }
 
 struct figure {
@@ -164,9 +182,9 @@ static struct figure measure(int op, size_t bytes, int iters, int warm)
 			}
 			worst[i] = last_out - last_in;
 		}
-		qsort(worst, (size_t)iters, sizeof(double), cmp_double);
-		f.median_us = 1e6 * (iters % 2 ? worst[iters / 2] :
-				     (worst[iters / 2 - 1] + worst[iters / 2]) / 2);
+		emit(op, bytes, warm, worst, iters);
+		qsort(worst, (size_t)iters, sizeof(double), oxr_bench_cmp_double);
+		f.median_us = 1e6 * oxr_bench_median(worst, (size_t)iters);
 		f.min_us = 1e6 * worst[0];
 		f.root_sent = all[iters];
 		f.root_recv = all[iters + 1];
@@ -183,23 +201,13 @@ static struct figure measure(int op, size_t bytes, int iters, int warm)
 	return f;
 }
 
-static void size_str(char *buf, size_t len, size_t n)
-{
-	if (n >= (1u << 20))
-		snprintf(buf, len, "%zu MiB", n >> 20);
-	else if (n >= 1024)
-		snprintf(buf, len, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, len, "%zu B", n);
-}
-
 static void report(const char *what, size_t bytes, int iters, const struct figure *f)
 {
 	char sz[32];
 
 	if (my_rank)
 		return;
-	size_str(sz, sizeof(sz), bytes);
+	oxr_bench_size_str(sz, sizeof(sz), bytes);
 	printf("%-7s %-7s %6d %12.1f %12.1f %6.0f/%-6.0f %6.0f/%-6.0f\n", what, sz, iters,
 	       f->median_us, f->min_us, f->root_sent, f->root_recv, f->max_sent, f->max_recv);
 	printf("RESULT impl=%s n=%d op=%s bytes=%zu iters=%d median_us=%.2f min_us=%.2f "
@@ -214,8 +222,8 @@ static void algo_sweep(int quick);
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = { 8, 1u << 20, 64u << 20 };
-	int quick = 0, sweep = 0, i, s;
+	size_t sizes[16] = { 8, 1u << 20, 64u << 20 };
+	int quick = 0, sweep = 0, i, s, nsizes = 3;
 	struct figure f;
 
 	be_init(&argc, &argv, &my_rank, &nranks);
@@ -226,14 +234,22 @@ int main(int argc, char **argv)
 			quick = 1;
 		else if (!strcmp(argv[i], "--algo-sweep"))
 			sweep = 1;
-		else
-			die("usage: bench_bcast [--quick] [--algo-sweep]");
+		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+			char *p = argv[++i], *end;
+			for (nsizes = 0; *p && nsizes < 16; p = *end ? end + 1 : end) {
+				sizes[nsizes++] = strtoull(p, &end, 10);
+				if (end == p || (*end && *end != ','))
+					die("--sizes: comma-separated byte counts, not %s", argv[i]);
+			}
+		} else
+			die("usage: bench_bcast [--quick] [--algo-sweep] [--sizes N,N...]");
 	}
 	if (my_rank == 0)
 		printf("bench_bcast: %s, %d ranks, root 0; us from a common start to the last "
 		       "rank done: median and minimum over the samples\n%-7s %-7s %6s %12s %12s %13s %13s\n",
 		       be_impl, nranks, "op", "size", "iters", "median us", "min us",
 		       "root sent/rcv", "max sent/rcv");
+	emit_rows = !sweep;
 #ifndef BB_OTHER_BACKEND
 	if (sweep) {
 		algo_sweep(quick);
@@ -244,7 +260,7 @@ int main(int argc, char **argv)
 	if (sweep)
 		die("--algo-sweep is oxr's");
 #endif
-	for (s = 0; s < 3; s++) {
+	for (s = 0; s < nsizes; s++) {
 		int iters = sizes[s] <= 8 ? (quick ? 200 : 1000) : sizes[s] <= (1u << 20) ?
 			    (quick ? 20 : 60) : (quick ? 3 : 7);
 		f = measure(OP_BCAST, sizes[s], iters, iters > 10 ? 10 : 1);
@@ -419,7 +435,7 @@ static void algo_sweep(int quick)
 		setenv("OXR_BCAST_PIPELINE_BYTES", "1", 1);
 		fc = measure(OP_BCAST, sizes[i], iters, 2);
 		unsetenv("OXR_BCAST_PIPELINE_BYTES");
-		size_str(sz, sizeof(sz), sizes[i]);
+		oxr_bench_size_str(sz, sizeof(sz), sizes[i]);
 		if (my_rank == 0) {
 			printf("%-9s %14.1f %14.1f %8.2f\n", sz, fb.median_us, fc.median_us,
 			       fc.median_us / fb.median_us);

@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 #define PP_WINDOW 64     /* messages in one bandwidth window */
 #define PP_MAX_BYTES (4u << 20)
 
@@ -48,6 +50,8 @@ static void be_barrier(void);
 /* ---- the driver ------------------------------------------------------- */
 
 static const char *be_impl;  /* "oxr" or "mpi": the JSON's "impl" */
+/* oxr-bench's names of the two measurements (bench_put: "put", "put_bw") */
+static const char *be_lat_name = "latency", *be_bw_name = "bandwidth";
 static unsigned be_overhead; /* framing bytes the backend adds to a payload */
 
 static struct {
@@ -106,40 +110,32 @@ struct bw_row {
 	double mbs, med, best; /* MB/s: all windows together, median window, best window */
 };
 
-static struct lat_row lat[NLAT];
-static struct bw_row bw[NBW];
+/* 16: --sizes takes at most that many */
+static struct lat_row lat[16];
+static struct bw_row bw[16];
 
-static int wanted(size_t n)
+/* The table's cap on a size's rounds; sizes of --sizes outside it get the
+ * cap of the next size up, so a big message is not timed 10000 times. */
+static unsigned max_iters(size_t n)
 {
-	int i;
+	size_t i;
 
-	for (i = 0; i < opt.nonly; i++)
-		if (opt.only[i] == n)
-			return 1;
-	return opt.nonly == 0;
+	for (i = 0; i < NLAT; i++)
+		if (lat_sizes[i].bytes >= n)
+			return lat_sizes[i].max;
+	return lat_sizes[NLAT - 1].max;
 }
 
-static int cmp_double(const void *a, const void *b)
+static void emit(const char *bench, size_t n, const char *unit, unsigned warm, const double *v,
+		 unsigned k)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	/* the put backend is oxr too; the benchmark's name tells them apart */
+	struct oxr_bench_row row = { .bench = bench, .ranks = 2, .bytes = n, .unit = unit,
+				     .warmup = warm,
+				     .impl = strncmp(be_impl, "oxr", 3) ? be_impl : "oxr" };
 
-	return x < y ? -1 : x > y;
-}
-
-/* s sorted, n > 0; nearest rank: the ceil(q n)-th smallest sample. */
-static double quantile(const double *s, unsigned n, double q)
-{
-	unsigned k = (unsigned)(q * n);
-
-	if (k < q * n) /* the ceiling, without libm */
-		k++;
-
-	return s[k ? k - 1 : 0];
-}
-
-static double median(const double *s, unsigned n)
-{
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	if (oxr_bench_emit(&row, v, k))
+		die("cannot write the samples to $OXR_BENCH_SAMPLES");
 }
 
 /* Rounds that fit the budget, from how long the warm-up rounds took. */
@@ -167,6 +163,7 @@ static void latency(struct lat_row *r, size_t n, unsigned max)
 {
 	unsigned warm = opt.quick ? 10 : 100, i, iters;
 	double budget = opt.quick ? 0.2 : 2.0, t0, *s;
+	struct oxr_bench_stats st;
 
 	if (n >= (1u << 20))
 		warm = opt.quick ? 3 : 20;
@@ -196,16 +193,14 @@ static void latency(struct lat_row *r, size_t n, unsigned max)
 		ping(n);
 		s[i] = (now() - t) * 1e6 / 2;
 	}
-	qsort(s, iters, sizeof(*s), cmp_double);
+	emit(be_lat_name, n, "us", warm, s, iters);
+	oxr_bench_stats_of(s, iters, &st);
 	r->bytes = n;
 	r->iters = iters;
-	r->min = s[0];
-	r->med = median(s, iters);
-	r->p99 = quantile(s, iters, 0.99);
-	r->mean = 0;
-	for (i = 0; i < iters; i++)
-		r->mean += s[i];
-	r->mean /= iters;
+	r->min = st.min;
+	r->med = st.median;
+	r->p99 = st.p99;
+	r->mean = st.mean;
 	free(s);
 }
 
@@ -214,6 +209,7 @@ static void bandwidth(struct bw_row *r, size_t n)
 	unsigned warm = opt.quick ? 1 : 3, i, wins;
 	double budget = opt.quick ? 0.15 : 1.5, t0, *s, total = 0;
 	double bytes = (double)n * PP_WINDOW;
+	struct oxr_bench_stats st;
 
 	be_prepare(n);
 	if (my_rank == 1) {
@@ -246,31 +242,24 @@ static void bandwidth(struct bw_row *r, size_t n)
 		s[i] = now() - t;
 		total += s[i];
 	}
-	qsort(s, wins, sizeof(*s), cmp_double);
 	r->bytes = n;
 	r->windows = wins;
 	r->mbs = bytes * wins / total / 1e6;
-	/* the median time is the median rate; the shortest window the best */
-	r->med = bytes / median(s, wins) / 1e6;
-	r->best = bytes / s[0] / 1e6;
+	/* samples as rates, so that oxr-bench's median and best are rates too */
+	for (i = 0; i < wins; i++)
+		s[i] = bytes / s[i] / 1e6;
+	emit(be_bw_name, n, "MB/s", warm, s, wins);
+	oxr_bench_stats_of(s, wins, &st);
+	r->med = st.median;
+	r->best = st.max;
 	free(s);
-}
-
-static void size_str(char *buf, size_t len, size_t n)
-{
-	if (n >= (1u << 20))
-		snprintf(buf, len, "%zu MiB", n >> 20);
-	else if (n >= 1024)
-		snprintf(buf, len, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, len, "%zu B", n);
 }
 
 static void print_lat(const struct lat_row *r)
 {
 	char sz[24];
 
-	size_str(sz, sizeof(sz), r->bytes);
+	oxr_bench_size_str(sz, sizeof(sz), r->bytes);
 	printf("%-10s %8zu %8zu %7u %10.2f %10.2f %10.2f %10.2f\n", sz, r->bytes,
 	       r->bytes + be_overhead, r->iters, r->min, r->med, r->p99, r->mean);
 	fflush(stdout);
@@ -280,7 +269,7 @@ static void print_bw(const struct bw_row *r)
 {
 	char sz[24];
 
-	size_str(sz, sizeof(sz), r->bytes);
+	oxr_bench_size_str(sz, sizeof(sz), r->bytes);
 	printf("%-10s %8zu %8zu %7u %10.0f %10.0f %10.0f\n", sz, r->bytes, r->bytes + be_overhead,
 	       r->windows, r->mbs, r->med, r->best);
 	fflush(stdout);
@@ -298,8 +287,8 @@ static void write_json(const char *path, const char *what)
 	fprintf(f, "{\n  \"bench\": \"pingpong\", \"impl\": \"%s\", \"what\": \"%s\",\n"
 		"  \"quick\": %s, \"overhead_bytes\": %u, \"window\": %d,\n  \"latency\": [\n",
 		be_impl, what, opt.quick ? "true" : "false", be_overhead, PP_WINDOW);
-	for (i = 0, sep = ""; i < NLAT; i++) {
-		if (!lat[i].iters) /* left out by --sizes */
+	for (i = 0, sep = ""; i < 16; i++) {
+		if (!lat[i].iters) /* not measured */
 			continue;
 		const struct lat_row *r = &lat[i];
 		fprintf(f, "%s    {\"bytes\": %zu, \"iters\": %u, \"min_us\": %.4g, "
@@ -308,7 +297,7 @@ static void write_json(const char *path, const char *what)
 		sep = ",\n";
 	}
 	fprintf(f, "\n  ],\n  \"bandwidth\": [\n");
-	for (i = 0, sep = ""; i < NBW; i++) {
+	for (i = 0, sep = ""; i < 16; i++) {
 		if (!bw[i].windows)
 			continue;
 		fprintf(f, "%s    {\"bytes\": %zu, \"windows\": %u, \"mb_s\": %.6g, "
@@ -338,7 +327,7 @@ static int usage(void)
 	fprintf(stderr, "usage: %s_pingpong [--quick] [--json FILE]   (2 ranks)\n"
 		"  --quick      a few seconds, fewer rounds (for CI)\n"
 		"  --json FILE  also write the rows as JSON (rank 0)\n"
-		"  --sizes N,N  only these payload sizes (bytes), e.g. to profile one\n", be_impl);
+		"  --sizes N,N  these payload sizes (bytes, at most 16 of at most 4 MiB)\n", be_impl);
 	return 2;
 }
 
@@ -358,7 +347,8 @@ int main(int argc, char **argv)
 			char *p = argv[++a], *end;
 			while (*p && opt.nonly < 16) {
 				opt.only[opt.nonly++] = strtoul(p, &end, 10);
-				if (end == p || (*end && *end != ','))
+				if (end == p || (*end && *end != ',') ||
+				    opt.only[opt.nonly - 1] > PP_MAX_BYTES)
 					return usage();
 				p = *end ? end + 1 : end;
 			}
@@ -378,20 +368,22 @@ int main(int argc, char **argv)
 		printf("%-10s %8s %8s %7s %10s %10s %10s %10s\n", "latency", "bytes", "wire",
 		       "iters", "min us", "median us", "p99 us", "mean us");
 	}
-	for (i = 0; i < NLAT; i++) {
-		if (!wanted(lat_sizes[i].bytes))
-			continue;
-		latency(&lat[i], lat_sizes[i].bytes, lat_sizes[i].max);
+	for (i = 0; i < (opt.nonly ? (size_t)opt.nonly : NLAT); i++) {
+		size_t n = opt.nonly ? opt.only[i] : lat_sizes[i].bytes;
+		latency(&lat[i], n, max_iters(n));
 		if (my_rank == 0)
 			print_lat(&lat[i]);
 	}
 	if (my_rank == 0)
 		printf("\n%-10s %8s %8s %7s %10s %10s %10s\n", "bandwidth", "bytes", "wire",
 		       "windows", "MB/s", "median", "best");
-	for (i = 0; i < NBW; i++) {
-		if (!wanted(bw_sizes[i]))
+	/* streaming small messages measures the message rate, not bandwidth:
+	 * --sizes streams its sizes from the table's smallest up */
+	for (i = 0; i < (opt.nonly ? (size_t)opt.nonly : NBW); i++) {
+		size_t n = opt.nonly ? opt.only[i] : bw_sizes[i];
+		if (n < bw_sizes[0])
 			continue;
-		bandwidth(&bw[i], bw_sizes[i]);
+		bandwidth(&bw[i], n);
 		if (my_rank == 0)
 			print_bw(&bw[i]);
 	}

@@ -32,6 +32,8 @@ static void be_init(int *argc, char ***argv, int *rank, int *size)
 	size_t i;
 
 	be_impl = "oxr-put";
+	be_lat_name = "put";
+	be_bw_name = "put_bw";
 	be_overhead = 0;
 	check(oxr_boot_open(&boot), "bootstrap");
 	check(oxr_ctx_create(&ctx), "context");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Revoke propagation and reset time (oxr-run -n N bench_revoke [ITERS]).
+ * Revoke propagation and reset time (oxr-run -n N bench_revoke [ITERS [WARMUP]]).
  * Each round: every rank waits for a message that never comes, rank 0
  * revokes, each rank notes when its wait ended (the revoke reached it),
  * then all reset.  The ranks share one machine, so CLOCK_MONOTONIC is one
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_stats.h"
 #include "oxr/oxr.h"
 #include "oxr/boot.h"
 #include "oxr/transport.h"
@@ -22,24 +22,10 @@ static void die(const char *what, oxr_status_t st)
 	exit(1);
 }
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 ? atoi(argv[1]) : 50, it, rank, n, p;
+	int iters = argc > 1 ? atoi(argv[1]) : 50, warm = argc > 2 ? atoi(argv[2]) : 3, it, rank,
+	    n, p;
 	oxr_boot *b;
 	oxr_ctx *c;
 	oxr_group *g;
@@ -54,29 +40,30 @@ int main(int argc, char **argv)
 	n = oxr_group_size(g);
 	prop = calloc((size_t)iters, sizeof(*prop));
 	reset = calloc((size_t)iters, sizeof(*reset));
-	if (n < 2 || iters < 1 || !prop || !reset) {
-		fprintf(stderr, "bench_revoke: needs 2 or more ranks and ITERS >= 1\n");
+	if (n < 2 || iters < 1 || warm < 0 || !prop || !reset) {
+		fprintf(stderr, "bench_revoke: needs 2 or more ranks, ITERS >= 1, WARMUP >= 0\n");
 		return 2;
 	}
-	for (it = 0; it < iters; it++) {
+	/* the first rounds pay for the first revoke frames' buffers */
+	for (it = -warm; it < iters; it++) {
 		double t[3], t0 = 0; /* observed, reset start, reset end */
 		oxr_rmsg *m = NULL;
 		if ((st = oxr_boot_barrier(b)))
 			die("barrier", st);
 		if (rank == 0) {
-			t0 = now_us();
+			t0 = oxr_bench_now_us();
 			oxr_group_revoke(g);
 			t[0] = t0;
 		} else {
 			st = oxr_recv(g, 0, 10000, &m);
-			t[0] = now_us();
+			t[0] = oxr_bench_now_us();
 			if (st != OXR_ERR_REVOKED)
 				die("the wait did not end with the revoke", st);
 		}
-		t[1] = now_us();
+		t[1] = oxr_bench_now_us();
 		if ((st = oxr_group_reset(g, 10000)))
 			die("reset", st);
-		t[2] = now_us();
+		t[2] = oxr_bench_now_us();
 		if (rank) {
 			oxr_ox_msg out = { .tag = OXR_OX_DATA };
 			oxr_arena_reset(a);
@@ -95,13 +82,22 @@ int main(int argc, char **argv)
 				first = u[1] < first ? u[1] : first;
 				end = u[2] > end ? u[2] : end;
 			}
-			prop[it] = last - t0;
-			reset[it] = end - first;
+			if (it >= 0) {
+				prop[it] = last - t0;
+				reset[it] = end - first;
+			}
 		}
 	}
 	if (rank == 0) {
-		qsort(prop, (size_t)iters, sizeof(*prop), cmp);
-		qsort(reset, (size_t)iters, sizeof(*reset), cmp);
+		struct oxr_bench_row row = { .bench = "revoke", .impl = "oxr", .ranks = n,
+					     .unit = "us", .warmup = (unsigned)warm };
+		if (oxr_bench_emit(&row, prop, (size_t)iters))
+			return 1;
+		row.bench = "reset";
+		if (oxr_bench_emit(&row, reset, (size_t)iters))
+			return 1;
+		qsort(prop, (size_t)iters, sizeof(*prop), oxr_bench_cmp_double);
+		qsort(reset, (size_t)iters, sizeof(*reset), oxr_bench_cmp_double);
 		printf("revoke %-5s ranks %3d  rounds %4d  propagation median %9.1f us max %9.1f us  "
 		       "reset median %9.1f us max %9.1f us\n", oxr_ctx_transport(c), n, iters,
 		       prop[iters / 2], prop[iters - 1], reset[iters / 2], reset[iters - 1]);

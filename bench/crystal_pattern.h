@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
+
 struct cp_opts {
 	int dests[16], ndests;
 	size_t bytes;
@@ -86,18 +88,18 @@ static int cp_sends_to(int r, int p, int d, int n)
 	return k >= 1 && k <= d;
 }
 
-static int cp_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* worst[rep] holds the slowest rank's time of each block. */
 static void cp_report(const char *impl, int n, int d, const struct cp_opts *o, double *worst,
 		      double msgs, double sent)
 {
-	qsort(worst, (size_t)o->reps, sizeof(double), cp_cmp);
+	/* oxr-bench asks for one destination count, all of them ("max"): an
+	 * all-to-all, the pattern the model projects */
+	struct oxr_bench_row row = { .bench = "crystal", .impl = impl, .ranks = n,
+				     .bytes = o->bytes, .unit = "us", .warmup = 3 };
+
+	if (d == n - 1 && oxr_bench_emit(&row, worst, (size_t)o->reps))
+		die("cannot write the samples to $OXR_BENCH_SAMPLES");
+	qsort(worst, (size_t)o->reps, sizeof(double), oxr_bench_cmp_double);
 	printf("RESULT impl=%s n=%d dests=%d bytes=%zu median_us=%.1f min_us=%.1f msgs=%.1f "
 	       "sent=%.0f\n", impl, n, d, o->bytes, worst[o->reps / 2], worst[0], msgs, sent);
 	fflush(stdout);

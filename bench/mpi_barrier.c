@@ -12,12 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench_stats.h"
 
 int main(int argc, char **argv)
 {
@@ -42,7 +37,11 @@ int main(int argc, char **argv)
 		sum += t[i];
 	}
 	if (rank == 0) {
-		qsort(t, (size_t)iters, sizeof(*t), cmp_d);
+		struct oxr_bench_row row = { .bench = "barrier", .impl = "mpi", .ranks = n,
+					     .unit = "us", .warmup = (unsigned)warm };
+		if (oxr_bench_emit(&row, t, (size_t)iters))
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		qsort(t, (size_t)iters, sizeof(*t), oxr_bench_cmp_double);
 		printf("mpi MPI_Barrier n=%d iters=%ld median_us=%.2f mean_us=%.2f min_us=%.2f\n", n,
 		       iters, t[iters / 2], sum / (double)iters, t[0]);
 	}

@@ -8,6 +8,8 @@ OXR_CLUSTER_PACKAGES=(slurm-wlm munge iproute2)
 # The rxe guest (ci/rxe-guest): Debian's kernel has soft-RoCE, these machines' has no RDMA.
 OXR_RXE_PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2 rdma-core
 	ibverbs-utils rdmacm-utils perftest)
+# ci/bench: its plots.
+OXR_BENCH_PACKAGES=(gnuplot-nox)
 
 say() { printf '\n=== %s\n' "$*"; }
 

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A LogGP model of oxr's collectives, fitted to the run's own point-to-point
+ * rows and checked against its measured collectives.
+ *
+ * Fit (2 ranks, this transport):
+ *   T0 = median ping-pong half round trip at the smallest size = L + 2o
+ *   G  = 1 / (median streaming rate at the largest size)      [us per byte]
+ *   g  = a streamed message's time at the smallest streamed size, less its
+ *        bytes' share (m G): the per-message gap
+ *   o  = min(g, T0 / 2): a ping-pong cannot tell o from L; under streaming
+ *        the sender is busy for o per message, so g bounds o from above
+ *   L  = T0 - 2o
+ * Where no bandwidth rows were run, g = o = T0 / 4 (said in the output).
+ *
+ * The formulas follow the algorithms of collectives/ and transport/revoke.c,
+ * with l = ceil(log2 P): the binomial trees' depth and the dissemination
+ * barrier's and the crystal router's stage count.
+ *
+ * LogGP assumes a processor per rank.  Where the measured group had more
+ * ranks than the machine has cores, the check also gives the model times
+ * max(1, P / cores), the slowdown of P ranks taking turns on the cores, as
+ * a second column: a heuristic for reading this machine's points, not part
+ * of the projection.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oxr_bench.h"
+
+struct loggp {
+	double L, o, g, G, T0;
+	int guessed; /* no bandwidth rows: g and o are assumptions */
+};
+
+/* One projected operation: what it is called, its formula, its time. */
+struct proj {
+	const char *bench, *impl, *label, *formula;
+	double (*t)(const struct loggp *m, double P, double bytes);
+	size_t bytes; /* the size it is projected (and checked) at */
+};
+
+static double lg2(double P) { return ceil(log2(P)); }
+static double hop(const struct loggp *m, double bytes) { return m->L + 2 * m->o + bytes * m->G; }
+
+static double t_bitmap(const struct loggp *m, double P, double b)
+{
+	return 2 * lg2(P) * hop(m, b);
+}
+static double t_dissem(const struct loggp *m, double P, double b) { return lg2(P) * hop(m, b); }
+static double t_tree(const struct loggp *m, double P, double b) { return lg2(P) * hop(m, b); }
+
+/* every stage swaps with one partner the records bound for the other half:
+ * P/2 of them, each with its 16-byte header, behind a 32-byte stage header */
+static double t_crystal(const struct loggp *m, double P, double b)
+{
+	return lg2(P) * hop(m, (P / 2) * (b + 16) + 32);
+}
+
+/* the revoker writes one frame to every other rank, one per gap */
+static double t_revoke(const struct loggp *m, double P, double b)
+{
+	(void)b;
+	return hop(m, 0) + (P - 2) * m->g;
+}
+
+/* every rank writes P-1 balls, then takes P-1, each a receive overhead */
+static double t_reset(const struct loggp *m, double P, double b)
+{
+	(void)b;
+	return m->L + (P - 1) * (m->g + m->o);
+}
+
+static struct proj projs[] = {
+	{ "barrier", "oxr", "barrier", "2 l (L + 2o)", t_bitmap, 0 },
+	{ "barrier", "oxr-dissemination", "dissem", "l (L + 2o)", t_dissem, 0 },
+	{ "bcast", "oxr", "bcast", "l (L + 2o + m G)", t_tree, 8 },
+	{ "reduce", "oxr", "reduce", "l (L + 2o + m G)", t_tree, 4 },
+	{ "crystal", "oxr-crystal", "crystal",
+	  "l (L + 2o + ((P/2)(m + 16) + 32) G)", t_crystal, 64 },
+	{ "revoke", "oxr", "revoke", "L + 2o + (P - 2) g", t_revoke, 0 },
+	{ "reset", "oxr", "reset", "L + (P - 1)(g + o)", t_reset, 0 },
+};
+#define NPROJ (sizeof(projs) / sizeof(projs[0]))
+
+/* The smallest or largest size of bench's oxr rows at 2 ranks. */
+static const struct oxr_bench_set_row *edge(const struct oxr_bench_set *s, const char *bench,
+					    int largest)
+{
+	const struct oxr_bench_set_row *best = NULL;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		const struct oxr_bench_set_row *r = &s->row[i];
+		if (strcmp(r->bench, bench) || strcmp(r->impl, "oxr") || r->ranks != 2)
+			continue;
+		if (!best || (largest ? r->bytes > best->bytes : r->bytes < best->bytes))
+			best = r;
+	}
+	return best;
+}
+
+static int fit(const struct oxr_bench_set *s, struct loggp *m)
+{
+	const struct oxr_bench_set_row *lat = edge(s, "latency", 0);
+	const struct oxr_bench_set_row *big = edge(s, "bandwidth", 1);
+	const struct oxr_bench_set_row *small = edge(s, "bandwidth", 0);
+	const struct oxr_bench_set_row *lbig = edge(s, "latency", 1);
+
+	if (!lat)
+		return -1;
+	memset(m, 0, sizeof(*m));
+	m->T0 = lat->st.median;
+	if (big && small && big->st.median > 0 && small->st.median > 0) {
+		m->G = 1 / big->st.median; /* MB/s = bytes per us */
+		m->g = (double)small->bytes / small->st.median - (double)small->bytes * m->G;
+		if (m->g < 0)
+			m->g = 0;
+		m->o = m->g < m->T0 / 2 ? m->g : m->T0 / 2;
+	} else {
+		m->guessed = 1;
+		m->g = m->o = m->T0 / 4;
+		if (lbig && lbig->bytes > lat->bytes) /* the latency's slope instead */
+			m->G = (lbig->st.median - lat->st.median) / (double)(lbig->bytes - lat->bytes);
+	}
+	m->L = m->T0 - 2 * m->o;
+	return 0;
+}
+
+static void fmt_us(char *buf, size_t n, double us)
+{
+	if (us >= 1e6)
+		snprintf(buf, n, "%.2f s", us / 1e6);
+	else if (us >= 1e3)
+		snprintf(buf, n, "%.2f ms", us / 1e3);
+	else
+		snprintf(buf, n, "%.1f us", us);
+}
+
+char *oxr_bench_model(const struct oxr_bench_set *s, FILE *out)
+{
+	struct loggp m;
+	char *json = NULL, cell[32];
+	size_t jlen = 0, k, i;
+	double sum = 0, sum_fit = 0, sum_sh = 0;
+	int p, nerr = 0, nfit = 0;
+	const char *sep = "";
+	FILE *j;
+
+	if (fit(s, &m)) {
+		fprintf(out, "\n# model: no 2-rank latency rows in this run to fit it to\n");
+		return NULL;
+	}
+	j = open_memstream(&json, &jlen);
+	if (!j)
+		return NULL;
+	fprintf(out, "\n# LogGP model, fitted to this run's 2-rank rows (transport %s)\n"
+		"#   T0 = L + 2o = %.3f us (median half round trip, smallest size)\n"
+		"#   L = %.3f us   o = %.3f us   g = %.3f us   G = %.6f us/byte (%.0f MB/s)\n",
+		s->transport, m.T0, m.L, m.o, m.g, m.G, m.G > 0 ? 1 / m.G : 0);
+	if (m.guessed)
+		fprintf(out, "#   (no bandwidth rows: g = o = T0/4 assumed)\n");
+	fprintf(out, "#   l = ceil(log2 P); m = bytes per rank\n");
+	fprintf(j, "{\"L_us\": %.4f, \"o_us\": %.4f, \"g_us\": %.4f, \"G_us_per_byte\": %.8f, "
+		"\"T0_us\": %.4f, \"assumed_g_o\": %s, \"formulas\": {", m.L, m.o, m.g, m.G, m.T0,
+		m.guessed ? "true" : "false");
+	for (k = 0; k < NPROJ; k++) {
+		fprintf(out, "#   %-8s m=%-3zu %s\n", projs[k].label, projs[k].bytes,
+			projs[k].formula);
+		fprintf(j, "%s\"%s\": \"%s\"", k ? ", " : "", projs[k].label, projs[k].formula);
+	}
+	fprintf(j, "}, \"projection\": [");
+	fprintf(out, "# %-8s", "P");
+	for (k = 0; k < NPROJ; k++)
+		fprintf(out, " %11s", projs[k].label);
+	fputc('\n', out);
+	for (p = 1; p <= 20; p++) {
+		double P = (double)(1L << p);
+		fprintf(out, "  %-8.0f", P);
+		fprintf(j, "%s\n  {\"P\": %.0f", p > 1 ? "," : "", P);
+		for (k = 0; k < NPROJ; k++) {
+			double t = projs[k].t(&m, P, (double)projs[k].bytes);
+			fmt_us(cell, sizeof(cell), t);
+			fprintf(out, " %11s", cell);
+			fprintf(j, ", \"%s_us\": %.4f", projs[k].label, t);
+		}
+		fputc('\n', out);
+		fputc('}', j);
+	}
+	fprintf(j, "], \"check\": [");
+	fprintf(out, "\n# model against the measured medians (error = (model - measured) /"
+		" measured; shared: the model x max(1, P/cores))\n# %-8s %6s %5s %12s %12s %9s %12s %9s\n",
+		"op", "P", "m", "model us", "measured us", "error", "shared us", "error");
+	for (k = 0; k < NPROJ; k++)
+		for (i = 0; i < s->n; i++) {
+			const struct oxr_bench_set_row *r = &s->row[i];
+			double t, e, sh, es;
+			if (strcmp(r->bench, projs[k].bench) || strcmp(r->impl, projs[k].impl) ||
+			    r->bytes != projs[k].bytes || r->ranks > 16 || r->st.median <= 0)
+				continue;
+			t = projs[k].t(&m, r->ranks, (double)r->bytes);
+			e = (t - r->st.median) / r->st.median;
+			sh = r->ranks > s->cores ? t * r->ranks / s->cores : t;
+			es = (sh - r->st.median) / r->st.median;
+			fprintf(out, "  %-8s %6d %5zu %12.2f %12.2f %+8.0f%% %12.2f %+8.0f%%\n",
+				projs[k].label, r->ranks, r->bytes, t, r->st.median, 100 * e, sh,
+				100 * es);
+			fprintf(j, "%s\n  {\"op\": \"%s\", \"P\": %d, \"bytes\": %zu, \"model_us\": %.4f,"
+				" \"measured_us\": %.4f, \"rel_error\": %.4f, \"shared_us\": %.4f, "
+				"\"shared_rel_error\": %.4f}", sep, projs[k].label, r->ranks, r->bytes, t,
+				r->st.median, e, sh, es);
+			sum_sh += fabs(es);
+			sep = ",";
+			sum += fabs(e);
+			nerr++;
+			if (r->ranks <= s->cores) {
+				sum_fit += fabs(e);
+				nfit++;
+			}
+		}
+	if (nerr)
+		fprintf(out, "# mean |error|: %.0f%% over %d points; %.0f%% over the %d with P <= %d"
+			" cores; with the P/cores factor %.0f%% over all %d\n", 100 * sum / nerr,
+			nerr, nfit ? 100 * sum_fit / nfit : 0, nfit, s->cores, 100 * sum_sh / nerr,
+			nerr);
+	else
+		fprintf(out, "# no measured collective rows to check the model against\n");
+	fprintf(j, "\n], \"mean_abs_error\": %.4f, \"mean_abs_error_shared\": %.4f, \"points\": %d}",
+		nerr ? sum / nerr : 0, nerr ? sum_sh / nerr : 0, nerr);
+	if (fclose(j)) {
+		free(json);
+		return NULL;
+	}
+	return json;
+}
