@@ -839,7 +839,7 @@ static int join(struct oxrun *o)
 	bad = !nl || strlen(nl + 1) != 2 * OXR_TOKEN_BYTES + 1 ||
 	      nl[1 + 2 * OXR_TOKEN_BYTES] != '\n';
 	for (i = 0; !bad && i < OXR_TOKEN_BYTES; i++) {
-		unsigned v;
+		unsigned v = 0;
 
 		bad = !isxdigit((unsigned char)nl[1 + 2 * i]) ||
 		      !isxdigit((unsigned char)nl[2 + 2 * i]) ||
