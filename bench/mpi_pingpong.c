@@ -26,6 +26,11 @@
 
 static uint8_t *sbuf, *rbuf;
 
+#ifdef MPI_PP_PUT /* mpi_put.c: the data path by MPI_Put, the rest as here */
+static void put_init(void);
+static void put_fini(void);
+#endif
+
 static void be_init(int *argc, char ***argv, int *rank, int *size)
 {
 	size_t i;
@@ -43,10 +48,18 @@ static void be_init(int *argc, char ***argv, int *rank, int *size)
 	for (i = 0; i < PP_MAX_BYTES; i++)
 		sbuf[i] = (uint8_t)(i * 7 + 1);
 	memset(rbuf, 0, PP_MAX_BYTES); /* no first-touch page faults in the timed loops */
+#ifdef MPI_PP_PUT
+	be_lat_name = "put";
+	be_bw_name = "put_bw";
+	put_init();
+#endif
 }
 
 static void be_fini(void)
 {
+#ifdef MPI_PP_PUT
+	put_fini();
+#endif
 	free(sbuf);
 	free(rbuf);
 	MPI_Finalize();
@@ -61,10 +74,17 @@ static void be_describe(char *buf, size_t n)
 
 	MPI_Get_library_version(lib, &len);
 	lib[strcspn(lib, ",\n")] = 0;
-	snprintf(buf, n, "%.100s, btl %.60s, pml %.20s", lib, btl ? btl : "(default)",
-		 pml ? pml : "(default)");
+	snprintf(buf, n, "%.100s, btl %.60s, pml %.20s%s", lib, btl ? btl : "(default)",
+		 pml ? pml : "(default)",
+#ifdef MPI_PP_PUT
+		 ", MPI_Put + flush + flag put + flush (osc as mpirun chose)"
+#else
+		 ""
+#endif
+	);
 }
 
+#ifndef MPI_PP_PUT
 static void be_prepare(size_t n)
 {
 	memset(rbuf, 0, n);
@@ -115,6 +135,7 @@ static void be_stream_recv(int peer, size_t n, int w)
 	MPI_Waitall(w, r, s);
 	check_count(&s[w - 1], n);
 }
+#endif
 
 static void be_send_u32(int peer, uint32_t v)
 {

@@ -343,13 +343,15 @@ static void run_oxr(const char *what, int n, char *const prog[])
 }
 
 /* Open MPI as bench/run_pingpong.sh runs it: tcp BTL and self on lo, ob1,
- * no shared memory, ranks not pinned, oversubscription allowed. */
+ * no shared memory, ranks not pinned, oversubscription allowed; one-sided
+ * calls by osc pt2pt over that BTL (osc sm would be memcpy on one node). */
 static void run_mpi(const char *what, int n, char *const prog[])
 {
 	char *argv[MAXARGS], num[16];
 	static char *const flags[] = { "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
 				       "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
-				       "lo", "--mca", "oob_tcp_if_include", "lo", "-x",
+				       "lo", "--mca", "oob_tcp_if_include", "lo", "--mca", "osc",
+				       "pt2pt", "-x",
 				       "OXR_BENCH_SAMPLES", NULL };
 	int k = 0, i;
 
@@ -393,6 +395,9 @@ static void bench_p2p(void)
 	}
 	if (want("put")) {
 		run_oxr("put", 2, put);
+		put[0] = bin("mpi_put");
+		if (mpi_peer("mpi_put"))
+			run_mpi("put (Open MPI, MPI_Put and a flag)", 2, put);
 		if (perftest_peer())
 			perftest_p2p("ib_write_lat", "ib_write_bw", "put", "put_bw");
 	}

@@ -18,8 +18,8 @@ static const struct {
 } pairs[] = {
 	{ "latency", "oxr", { "mpi", "perftest" } },
 	{ "bandwidth", "oxr", { "mpi", "perftest" } },
-	{ "put", "oxr", { "perftest" } },
-	{ "put_bw", "oxr", { "perftest" } },
+	{ "put", "oxr", { "mpi", "perftest" } },
+	{ "put_bw", "oxr", { "mpi", "perftest" } },
 	{ "barrier", "oxr", { "mpi", "oxr-dissemination" } },
 	{ "bcast", "oxr", { "mpi", "rfc100", "rfc102" } },
 	{ "reduce", "oxr", { "mpi", "rfc100", "rfc102" } },
