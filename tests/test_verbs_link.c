@@ -132,6 +132,62 @@ static void random_puts_test(int near_hca)
 	free_pair(&p);
 }
 
+struct two_puts {
+	oxr_group *g;
+	uint8_t small[16], big[1024];
+	oxr_status_t st;
+	char err[256];
+};
+
+/* 16 bytes in the stream, then 1024 by RDMA WRITE over them */
+static void *stream_then_rdma(void *arg)
+{
+	struct two_puts *x = arg;
+
+	x->st = oxr_put(x->g, 0, 3, 0, x->small, sizeof(x->small), 1);
+	if (x->st == OXR_OK)
+		x->st = oxr_put(x->g, 0, 3, 0, x->big, sizeof(x->big), 2);
+	if (x->st)
+		snprintf(x->err, sizeof(x->err), "%s", oxr_errmsg());
+	return NULL;
+}
+
+/*
+ * A stream put is copied in when the target reads it, an RDMA put lands
+ * when it arrives: with the target not reading, the RDMA put behind the
+ * stream one would land first and be overwritten.  The fence keeps them in
+ * order: the window ends with the second put's bytes.
+ */
+Test(verbs, an_rdma_put_never_overtakes_an_earlier_stream_put)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	struct two_puts x = { 0 };
+	oxr_win_note n;
+	pthread_t t;
+
+	verbs_pair(&p);
+	windows(&p, &wa, &wb, calloc(1, 4096), 4096);
+	x.g = p.b;
+	memset(x.small, 0xaa, sizeof(x.small));
+	memset(x.big, 0x55, sizeof(x.big));
+	pthread_create(&t, NULL, stream_then_rdma, &x);
+	usleep(300000); /* the target reads nothing meanwhile */
+	cr_assert_eq(oxr_win_wait(wa.w, 30000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 1);
+	cr_assert_eq(oxr_win_wait(wa.w, 30000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 2);
+	pthread_join(t, NULL);
+	cr_assert_eq(x.st, OXR_OK, "%s", x.err);
+	cr_assert(!memcmp(wa.base, x.big, sizeof(x.big)), "the later put's bytes are there "
+		  "(first byte 0x%02x)", ((uint8_t *)wa.base)[0]);
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(wa.base);
+	free(wb.base);
+	free_pair(&p);
+}
+
 /*
  * A write past the window, built below oxr_put's own check: the target's
  * HCA refuses it (the window's memory region ends where the window does),

@@ -78,6 +78,11 @@ struct link {
 	/* sending */
 	struct sendop *sq_head, *sq_tail;
 	uint32_t events;        /* what epoll watches for now */
+	/* puts on verbs (window.c): a stream put lands when the peer reads it,
+	 * an RDMA put when the HCA writes it; so an RDMA put waits until the
+	 * peer acknowledged a fence behind every stream put before it */
+	int puts_unfenced;
+	uint32_t fence_sent, fence_acked;
 	struct vlink *v;        /* verbs: the stream goes over its QP; fd only tells death */
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */

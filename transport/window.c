@@ -16,6 +16,16 @@
  * OXR_VERBS_PUT_INLINE bytes (default 256) take the first form on verbs too:
  * one write instead of two, which is most of a small put's latency.
  *
+ * Order: the target sees every put land in the order they were made.  A
+ * stream put is copied in when the target reads the frame, an RDMA put is
+ * written by the HCA when it arrives, possibly before the target has read
+ * an earlier stream put to the same bytes, which would then land second.
+ * So an RDMA put that follows stream puts to the same peer first sends a
+ * fence, LIST [INT32 epoch, INT32 seq, INT32 0], in the stream, and waits
+ * for the target's answer, LIST [epoch, seq, 1], which the target sends
+ * when it reads the fence, after every frame before it.  One round trip,
+ * only when a peer's puts switch from the stream to RDMA.
+ *
  * Invariant: a byte lands in a window only if the frame came over an
  * authenticated link, names a live window of this rank, carries the
  * group's current epoch, and fits inside the window; everything else is
@@ -235,6 +245,58 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
+static int fence_answered(void *arg)
+{
+	const struct link *l = arg;
+
+	return l->state != LINK_OPEN || (int32_t)(l->fence_acked - l->fence_sent) >= 0;
+}
+
+/* Every stream put sent to peer has landed once this returns OXR_OK. */
+static oxr_status_t fence(oxr_group *g, int peer)
+{
+	struct link *l = &g->links[peer];
+	uint32_t v[3] = { g->epoch, ++l->fence_sent, 0 };
+	oxr_status_t st;
+
+	oxr_arena_reset(g->scratch);
+	if ((st = send_private(g, peer, OXR_OX_PRIVATE_FENCE, ints(g->scratch, 3, v, 0))) ||
+	    (st = oxr_progress_until(g, fence_answered, l, -1)))
+		return st;
+	if (l->state != LINK_OPEN) {
+		oxr_err_keep(l->errmsg);
+		return l->err ? l->err : OXR_ERR_PEER;
+	}
+	l->puts_unfenced = 0;
+	return OXR_OK;
+}
+
+static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v);
+
+/* A fence is answered when read: every frame before it is in. */
+static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
+{
+	uint32_t v[3];
+	oxr_cmo k[3], *kp[3] = { &k[0], &k[1], &k[2] }, list;
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_FENCE, .cmo = &list };
+	int i;
+
+	if (!int_fields(c, 3, 3, v) || v[0] != g->epoch || v[2] > 1) {
+		g->puts_refused++; /* a stale epoch's fence has nobody waiting */
+		return;
+	}
+	if (v[2]) {
+		l->fence_acked = v[1];
+		return;
+	}
+	for (i = 0; i < 3; i++)
+		k[i] = (oxr_cmo){ .tag = OXR_CMO_INT32, .v.i32 = (int32_t)(i < 2 ? v[i] : 1) };
+	list = (oxr_cmo){ .tag = OXR_CMO_LIST, .nkids = 3, .kids = kp };
+	if (oxr_queue_internal(g, l->peer, &m))
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: answering rank %d's fence: %s", g->rank,
+			l->peer, oxr_errmsg());
+}
+
 oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
 		     size_t len, uint32_t notify)
 {
@@ -259,8 +321,10 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 	if (r->rdma && g->links[peer].v && len > g->ctx->vput_inline) {
 		uint32_t n[7] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify,
 				  (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
-		oxr_status_t st = oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src,
-						  len);
+		oxr_status_t st = g->links[peer].puts_unfenced ? fence(g, peer) : OXR_OK;
+
+		if (st == OXR_OK)
+			st = oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src, len);
 		if (st)
 			return st;
 		oxr_arena_reset(g->scratch);
@@ -279,6 +343,9 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 	/* a DATUM over the caller's bytes: they are written from where they are */
 	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
 	body->kids[5] = bytes;
+	/* on verbs a later RDMA put must not overtake this one (see Order) */
+	if (r->rdma && len)
+		g->links[peer].puts_unfenced = 1;
 	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
 }
 
@@ -462,6 +529,8 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 			       l->peer);
 	if (m->tag == OXR_OX_PRIVATE_PUT)
 		land_put(g, l, m->cmo);
+	else if (m->tag == OXR_OX_PRIVATE_FENCE)
+		fence_frame(g, l, m->cmo);
 	else
 		keep_desc(g, l, m->cmo);
 	return OXR_OK;

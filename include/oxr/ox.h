@@ -33,6 +33,7 @@ enum oxr_ox_tag {
 	OXR_OX_PRIVATE_BYE = 0x7fff0104,
 	OXR_OX_PRIVATE_SHRINK = 0x7fff0105,
 	OXR_OX_PRIVATE_BEAT = 0x7fff0106, /* a heartbeat: "still here" (OXR_HEARTBEAT_MS) */
+	OXR_OX_PRIVATE_FENCE = 0x7fff0107, /* puts: "tell me when all before this landed" */
 };
 
 /* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
@@ -40,7 +41,8 @@ static inline int oxr_ox_has_cmo(int32_t tag)
 {
 	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
 	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE ||
-	       tag == OXR_OX_PRIVATE_SHRINK || tag == OXR_OX_PRIVATE_BEAT;
+	       tag == OXR_OX_PRIVATE_SHRINK || tag == OXR_OX_PRIVATE_BEAT ||
+	       tag == OXR_OX_PRIVATE_FENCE;
 }
 
 enum oxr_sm {
