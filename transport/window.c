@@ -245,6 +245,7 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
+#ifdef OXR_HAVE_VERBS
 static int fence_answered(void *arg)
 {
 	const struct link *l = arg;
@@ -270,6 +271,7 @@ static oxr_status_t fence(oxr_group *g, int peer)
 	l->puts_unfenced = 0;
 	return OXR_OK;
 }
+#endif
 
 static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v);
 
