@@ -33,7 +33,8 @@ static void put(struct sbuf *b, const char *s, size_t n)
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, s, n);
+	if (n) /* an empty string's data may be NULL */
+		memcpy(b->p + b->n, s, n);
 	b->n += n;
 	b->p[b->n] = 0;
 }

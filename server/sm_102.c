@@ -333,7 +333,8 @@ static oxr_status_t fn_crystal(oxr_engine *e, const oxr_cmo *recs, oxr_arena *a,
 	if (!st && !(l = oxr_cmo_new_list(a, n)))
 		st = oxr_err(OXR_ERR_NOMEM, "oxr_crystal: out of memory");
 	if (!st) {
-		memcpy(l->kids, got, n * sizeof(*got));
+		if (n) /* no records: got is NULL */
+			memcpy(l->kids, got, n * sizeof(*got));
 		*out = l;
 	}
 	free(got);
@@ -410,7 +411,8 @@ oxr_status_t eng_group_call(oxr_engine *e, const char *name, int argc, oxr_cmo *
 			return st;
 		if (v[1]->tag != OXR_CMO_STRING || v[1]->len >= sizeof(op))
 			return oxr_err(OXR_ERR_INVAL, "ox_reduce_102: argument 2 is not an op name");
-		memcpy(op, v[1]->data, v[1]->len);
+		if (v[1]->len)
+			memcpy(op, v[1]->data, v[1]->len);
 		op[v[1]->len] = 0;
 		return reduce(e, x, op, v[2], a, out);
 	}

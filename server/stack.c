@@ -117,11 +117,13 @@ oxr_status_t eng_str_of(const oxr_cmo *o, char **s, const char *what)
 	if (o->tag != OXR_CMO_STRING)
 		return oxr_err(OXR_ERR_INVAL, "%s: expected a CMO_STRING, got %s", what,
 			       n ? n : "an unknown tag");
-	if (memchr(o->data, 0, o->len))
+	/* an empty string's data may be NULL, which memchr and memcpy must not see */
+	if (o->len && memchr(o->data, 0, o->len))
 		return oxr_err(OXR_ERR_INVAL, "%s: the string holds a NUL byte", what);
 	if (!(*s = malloc(o->len + 1)))
 		return oxr_err(OXR_ERR_NOMEM, "%s: out of memory", what);
-	memcpy(*s, o->data, o->len);
+	if (o->len)
+		memcpy(*s, o->data, o->len);
 	(*s)[o->len] = 0;
 	return OXR_OK;
 }
