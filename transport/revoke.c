@@ -214,6 +214,7 @@ bad:
 struct balls {
 	oxr_group *g;
 	oxr_status_t st;
+	char msg[512]; /* st's message: the wait goes on after it */
 };
 
 /* Every open link has given its ball: what came before it is dropped. */
@@ -234,11 +235,16 @@ static int all_balls(void *arg)
 			oxr_rmsg_free(m);
 		}
 		if (!l->ball_seen && l->state == LINK_FAILED) {
-			if (b->st == OXR_OK)
-				b->st = oxr_err(OXR_ERR_PEER, "reset: %s (a reset needs every rank; a "
-						"group without it needs a new group of the survivors)",
-						l->errmsg);
-			return 1;
+			if (b->st == OXR_OK) {
+				b->st = OXR_ERR_PEER;
+				snprintf(b->msg, sizeof(b->msg), "reset: %s (a reset needs every "
+					 "rank; a group without it needs a new group of the "
+					 "survivors)", l->errmsg);
+			}
+			/* the reset fails, but only once the live ranks' balls are in:
+			 * one left queued would be taken for the ball of the next reset,
+			 * and that reset's own ball would then arrive as a message */
+			continue;
 		}
 		if (!l->ball_seen)
 			all = 0;
@@ -248,7 +254,7 @@ static int all_balls(void *arg)
 
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 {
-	struct balls b = { g, OXR_OK };
+	struct balls b = { g, OXR_OK, "" };
 	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
 	oxr_status_t st = OXR_OK;
 	int p;
@@ -263,8 +269,8 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 			st = oxr_queue_internal(g, p, &ball);
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
-	if (st == OXR_OK)
-		st = b.st;
+	if (st == OXR_OK && b.st)
+		st = oxr_err(b.st, "%s", b.msg);
 	if (st) {
 		g->resetting = 0;
 		return st;
