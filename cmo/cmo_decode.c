@@ -531,6 +531,7 @@ static oxr_status_t step_ox(struct oxr_decoder *d)
 		case OXR_OX_PRIVATE_SHRINK:
 		case OXR_OX_PRIVATE_BEAT:
 		case OXR_OX_PRIVATE_FENCE:
+		case OXR_OX_PRIVATE_WQP:
 			break;
 		case OXR_OX_LOCAL_OBJECT_ASIR:
 			return fail(d, OXR_ERR_UNSUPPORTED, at,

@@ -188,10 +188,47 @@ Test(verbs, an_rdma_put_never_overtakes_an_earlier_stream_put)
 	free_pair(&p);
 }
 
+static void *reset_thread(void *arg)
+{
+	return (void *)(intptr_t)oxr_group_reset(arg, 20000);
+}
+
+/* Both ranks of the pair reset; then a put lands again, on a new window QP. */
+static void reset_and_put_again(struct pair *p, struct win_arg *wa, uint64_t off)
+{
+	uint8_t buf[300];
+	oxr_win_note n;
+	pthread_t t;
+	void *ra;
+
+	pthread_create(&t, NULL, reset_thread, p->a);
+	cr_assert_eq(oxr_group_reset(p->b, 20000), OXR_OK, "%s", oxr_errmsg());
+	pthread_join(t, &ra);
+	cr_assert_eq((oxr_status_t)(intptr_t)ra, OXR_OK, "rank 0's reset");
+	memset(buf, 0x77, sizeof(buf));
+	cr_assert_eq(oxr_put(p->b, 0, 3, off, buf, sizeof(buf), 9), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa->w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 9);
+	cr_assert_eq(((uint8_t *)wa->base)[off], 0x77, "the put after the reset landed");
+}
+
+/* A refused write: the writer's call fails with the cause, its group is
+ * revoked (the window QP is dead until a reset), its link stays up. */
+static void assert_refused(struct pair *p, oxr_status_t st)
+{
+	const char *why;
+
+	cr_assert_neq(st, OXR_OK, "the write was refused");
+	cr_assert(oxr_group_revoked(p->b, &why), "the writer's group is revoked");
+	cr_assert(strstr(why, "refused"), "and says why: %s", why);
+	cr_assert(oxr_link_is_open(p->b, 0), "the writer's link stays up");
+	cr_assert(oxr_link_is_open(p->a, 1), "and so does the target's");
+}
+
 /*
  * A write past the window, built below oxr_put's own check: the target's
  * HCA refuses it (the window's memory region ends where the window does),
- * the writer's link fails with the cause, and not a byte lands beside it.
+ * not a byte lands beside it, and a reset brings puts back.
  */
 Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 {
@@ -199,7 +236,7 @@ Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 	struct win_arg wa, wb;
 	uint8_t *mem = calloc(1, 3 * 4096), zero[4096] = { 0 }, junk[64];
 	struct link *l;
-	oxr_status_t st;
+	oxr_win_note n;
 	uint64_t addr;
 	uint32_t rkey;
 
@@ -209,41 +246,20 @@ Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 	memset(junk, 0x5a, sizeof(junk));
 	l = &p.b->links[0];
 	cr_assert(l->v, "a verbs link");
-	addr = (uintptr_t)(mem + 4096);
-	rkey = 0;
 	/* learn the rkey the honest way: a put in bounds works */
 	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 8, 1), OXR_OK, "%s", oxr_errmsg());
-	{
-		oxr_win_note n;
-		cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
-	}
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
 	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "rank 1 has rank 0's address and rkey");
 	cr_assert_eq(addr, (uintptr_t)(mem + 4096));
-	st = oxr_vlink_write(p.b, l, addr + 4096 - 8, rkey, junk, sizeof(junk)); /* crosses the end */
-	if (st == OXR_OK) {
-		/* the error comes back as a completion: wait for the link to fail */
-		oxr_ox_msg sync = { .tag = OXR_OX_SYNC_BALL };
-		for (int i = 0; i < 1000 && oxr_link_is_open(p.b, 0); i++) {
-			(void)oxr_send(p.b, 0, &sync);
-			usleep(1000);
-		}
-	}
-	cr_assert(!oxr_link_is_open(p.b, 0), "the writer's link failed");
-	cr_assert(strstr(l->errmsg, "failed"), "%s", l->errmsg);
+	assert_refused(&p, oxr_vlink_write(p.b, l, addr + 4096 - 8, rkey, junk, sizeof(junk)));
 	cr_assert(!memcmp(mem + 8192, zero, 4096), "nothing landed past the window");
-	cr_assert(!memcmp(mem, zero, 4096), "nothing landed before it");
-	cr_assert(!memcmp(mem + 4096 + 4096 - 8, zero, 8),
-		  "the refused write did not land in part either");
+	cr_assert(!memcmp(mem + 8, zero, 4096 - 8), "nothing landed before it");
+	reset_and_put_again(&p, &wa, 100);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
 	free(mem);
 	free(wb.base);
 	free_pair(&p);
-}
-
-static void *reset_thread(void *arg)
-{
-	return (void *)(intptr_t)oxr_group_reset(arg, 20000);
 }
 
 /* A reset re-registers every window: a write aimed with the old epoch's
@@ -256,8 +272,6 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 	uint64_t addr, addr2;
 	uint32_t rkey, rkey2;
 	oxr_win_note n;
-	void *ra;
-	pthread_t t;
 
 	verbs_pair(&p);
 	windows(&p, &wa, &wb, mem, 4096);
@@ -265,26 +279,53 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 300, 1), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
 	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "the epoch 0 rkey");
-	pthread_create(&t, NULL, reset_thread, p.a);
-	cr_assert_eq(oxr_group_reset(p.b, 20000), OXR_OK, "%s", oxr_errmsg());
-	pthread_join(t, &ra);
-	cr_assert_eq((oxr_status_t)(intptr_t)ra, OXR_OK, "rank 0's reset");
+	reset_and_put_again(&p, &wa, 1000);
 	cr_assert(oxr_win_remote(p.b, 0, 3, &addr2, &rkey2), "the epoch 1 rkey");
 	cr_assert_eq(addr2, addr);
 	cr_assert_neq(rkey2, rkey, "a new registration, a new rkey");
-	cr_assert_eq(oxr_put(p.b, 0, 3, 1000, junk, 300, 2), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK, "the new rkey works");
-	cr_assert_eq(n.value, 2);
 	memset(mem, 0, 4096);
-	if (oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)) == OXR_OK) {
-		oxr_ox_msg sync = { .tag = OXR_OX_SYNC_BALL };
-		for (int i = 0; i < 1000 && oxr_link_is_open(p.b, 0); i++) {
-			(void)oxr_send(p.b, 0, &sync);
-			usleep(1000);
-		}
-	}
-	cr_assert(!oxr_link_is_open(p.b, 0), "the stale write failed the writer's link");
+	assert_refused(&p, oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)));
 	cr_assert(!memcmp(mem, zero, 4096), "and nothing of it landed");
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(mem);
+	free(wb.base);
+	free_pair(&p);
+}
+
+/*
+ * Between a revoke and the reset: the target revoked, the writer has not
+ * heard of it yet and writes with the rkey of the epoch that is still
+ * current.  The revoke deregistered the window, so the HCA refuses the
+ * write, not a byte lands, both links stay up, and the reset that follows
+ * works (new window QPs, new rkeys).
+ */
+Test(verbs, a_late_write_between_revoke_and_reset_never_lands)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[1000];
+	uint64_t addr;
+	uint32_t rkey;
+	oxr_win_note n;
+
+	verbs_pair(&p);
+	windows(&p, &wa, &wb, mem, 4096);
+	memset(junk, 0x5a, sizeof(junk));
+	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 300, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
+	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "the rkey");
+	memset(mem, 0, 4096);
+	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
+	cr_assert(!oxr_group_revoked(p.b, NULL), "the writer has not read the revoke yet");
+	cr_assert_neq(oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)),
+		      OXR_OK, "the late write failed");
+	cr_assert(oxr_group_revoked(p.b, NULL), "the writer's group is revoked now");
+	cr_assert(oxr_link_is_open(p.b, 0) && oxr_link_is_open(p.a, 1), "both links are up");
+	cr_assert(!memcmp(mem, zero, 4096), "not a byte of the late write landed");
+	cr_assert_neq(oxr_put(p.b, 0, 3, 0, junk, 300, 2), OXR_OK, "a put in a revoked group fails");
+	reset_and_put_again(&p, &wa, 2000);
+	cr_assert(!memcmp(mem, zero, 2000), "only the new epoch's put is there");
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
 	free(mem);

@@ -6,6 +6,8 @@
  * its current epoch (its own oxr_group_revoke, or a peer's REVOKE frame)
  * marks the group revoked: every pending and later operation of the epoch
  * fails with OXR_ERR_REVOKED, queued messages and put notes are dropped,
+ * on verbs every window's registration goes (a late RDMA write of the epoch
+ * is refused by the HCA and breaks only its window QP, verbs_wqp.c),
  * sends not yet started are dropped (one already half written is finished,
  * so the stream stays whole for a reset), incoming messages and puts are
  * discarded, and the rank forwards one REVOKE frame to every other open
@@ -22,13 +24,16 @@
  * block; here a blocked write keeps reading, so writing all balls first
  * and then reading cannot deadlock.  Then the epoch goes up, the revoke is
  * cleared, and every window is re-keyed with the new epoch (on verbs a new
- * registration, so an rkey of the old epoch is dead at the HCA).
+ * registration, so an rkey of the old epoch is dead at the HCA, and new
+ * window QPs, so no write posted in the old epoch can reach the new).
  *
  * Invariant: nothing of epoch e is delivered in epoch e + 1.  A link is a
  * stream, and the peer's ball separates its epochs on it: what came before
  * the ball is discarded by the reset, what comes after it is kept (even
  * while this rank still waits for other balls), and the peer's RDMA writes
- * of epoch e completed before its ball did (RC order), so none lands later.
+ * of epoch e completed before it sent its ball (a put returns only then;
+ * one that a revoke cut short meets a deregistered window), so none lands
+ * later.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,7 +102,7 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 			continue;
 		oxr_link_revoke_queues(g, l);
 	}
-	oxr_windows_drop_notes(g);
+	oxr_windows_revoked(g);
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		if (p == g->rank || p == from || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
@@ -285,6 +290,8 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	g->resetting = 0;
 	for (p = 0; p < g->size; p++) {
 		g->links[p].ball_seen = 0;
+		/* the old epoch's stream puts are in or refused: no fence owed */
+		g->links[p].puts_unfenced = 0;
 		oxr_link_note_balls(&g->links[p]);
 	}
 	if (st == OXR_OK && g->revoke_next) {

@@ -213,8 +213,11 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 /* window.c: forgets every peer's window descriptor (a shrink renumbers). */
 void oxr_windows_forget_peers(oxr_group *g);
-/* Drops the landed-put notes of every window (a revoke). */
-void oxr_windows_drop_notes(oxr_group *g);
+/* A revoke: drops the landed-put notes of every window and, on verbs,
+ * deregisters them at once (no late write of the epoch can land). */
+void oxr_windows_revoked(oxr_group *g);
+/* Queues the library's own frame tag with a LIST of n <= 8 INT32s to peer. */
+oxr_status_t oxr_send_ints(oxr_group *g, int peer, int32_t tag, int n, const uint32_t *v);
 /* window.c: a private window frame (descriptor or put) from link l. */
 oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 void oxr_windows_free(oxr_group *g);

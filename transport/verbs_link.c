@@ -24,8 +24,8 @@
  * order (RC writes complete in order), so the stream is ordered.
  *
  * One-sided puts are RDMA WRITEs (without immediate) into the peer's window
- * MR; the notification follows on the same QP, and RC ordering makes the
- * bytes visible at the target before it sees the notification.
+ * MR, on a QP of their own (verbs_wqp.c), so that a revoked window's
+ * refusal breaks that QP and never this one.
  *
  * Rendezvous: a piece of the stream of at least OXR_VERBS_RNDV bytes that
  * starts a slot (a large payload the encoder left in the caller's memory)
@@ -58,7 +58,6 @@
 #include "verbs_link.h"
 #include "verbs_rcache.h"
 
-enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5, WR_READ = 6 };
 
 /* The immediate: credits returned, and what the write is. */
 #define IMM_RNDV 0x80000000u  /* the slot holds a rendezvous descriptor */
@@ -68,12 +67,10 @@ enum wr_kind { WR_DATA = 1, WR_PUT = 2, WR_BIGPUT = 3, WR_RECV = 4, WR_CTL = 5, 
 #define RNDV_MAX (1u << 30)   /* one descriptor covers at most this much */
 #define RNDV_DIRECT 16384     /* smaller reads land in the slot, then are copied */
 
-#define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_PEER(id) ((int)((id) >> 8))
-#define WR_KIND(id) ((int)((id)&0xff))
 
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
-#define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, puts */
+#define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, READs */
 
 /* Slots freed before they are returned without data to carry them. */
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
@@ -113,13 +110,8 @@ struct vlink {
 	uint32_t rkey;
 	uint32_t max_inline;
 	uint32_t psn;          /* our first send PSN, as our offer said */
-	/* a small put waits here for the stream write that follows it (its
-	 * notification), so both go in one ibv_post_send */
-	struct ibv_send_wr put_wr;
-	struct ibv_sge put_sge;
-	int put_held;
-	uint32_t puts_pending; /* large puts from caller memory not yet completed */
-	oxr_status_t put_err;
+	struct oxr_vpeer addr; /* where the peer's QPs are (its offer) */
+	struct vwqp *w;        /* the window QP of this epoch (verbs_wqp.c) */
 	/* rendezvous, receiving: the head slot's descriptor and the READ of it */
 	uint8_t *rx_rndv;      /* per slot: it holds a descriptor */
 	int rd_have, rd_state, rd_done;
@@ -268,6 +260,7 @@ static void vlink_free(oxr_group *g, struct vlink *v)
 {
 	size_t ring = (size_t)v->nslots * v->slot;
 
+	oxr_vwqp_free(g, v->w);
 	if (v->qp)
 		oxr_vdestroy_qp(v->qp);
 	/* the QP is gone, so no READ is still writing into rd_mr's memory */
@@ -292,20 +285,62 @@ static void put_u64(uint8_t *p, uint64_t x) { oxr_store64(p, x, OXR_ORDER_LITTLE
 static uint32_t get_u32(const uint8_t *p) { return oxr_load32(p, OXR_ORDER_LITTLE); }
 static uint64_t get_u64(const uint8_t *p) { return oxr_load64(p, OXR_ORDER_LITTLE); }
 
-oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
-			      uint8_t offer[OXR_VOFFER_BYTES])
+uint32_t oxr_vpsn(void)
+{
+	uint32_t psn;
+
+	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
+		psn = (uint32_t)time(NULL);
+	return psn & 0xffffff;
+}
+
+oxr_status_t oxr_vqp_create(oxr_group *g, uint32_t send_wr, uint32_t recv_wr, int access,
+			    struct ibv_qp **out, uint32_t *max_inline)
 {
 	struct oxr_vdev *d = dev(g);
 	struct ibv_qp_init_attr qa = { 0 };
 	struct ibv_qp_attr a = { 0 };
 	struct vgroup *vg = NULL;
+	struct ibv_qp *qp;
+	oxr_status_t st;
+
+	*out = NULL;
+	if ((st = vgroup_get(g, &vg)))
+		return st;
+	qa.send_cq = qa.recv_cq = vg->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = send_wr;
+	qa.cap.max_recv_wr = recv_wr;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = d->max_inline;
+	qp = oxr_vcreate_qp(d->pd, &qa);
+	if (!qp)
+		return oxr_err(OXR_ERR_IO, "verbs: ibv_create_qp on %s: %s", d->name, strerror(errno));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = d->port;
+	a.qp_access_flags = (unsigned)access;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS)) {
+		int e = errno;
+		oxr_vdestroy_qp(qp);
+		return oxr_err(OXR_ERR_IO, "verbs: QP to INIT: %s", strerror(e));
+	}
+	*max_inline = qa.cap.max_inline_data;
+	*out = qp;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
+			      uint8_t offer[OXR_VOFFER_BYTES])
+{
+	struct oxr_vdev *d = dev(g);
 	struct vlink *v;
 	size_t ring;
 	uint32_t psn, i;
 	oxr_status_t st;
 
-	if ((st = vgroup_get(g, &vg)))
-		return st;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
@@ -332,31 +367,13 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			       "ulimit -l)", 2 * ring, d->name, strerror(e));
 	}
 	v->sq_depth = v->nslots + SQ_EXTRA;
-	qa.send_cq = qa.recv_cq = vg->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = v->sq_depth;
-	qa.cap.max_recv_wr = v->nslots + ctl_wrs(v->nslots);
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = d->max_inline;
-	v->qp = oxr_vcreate_qp(d->pd, &qa);
-	if (!v->qp) {
-		int e = errno;
+	/* what a peer may do on this QP; its MRs still decide where: the ring
+	 * takes writes, a rendezvous piece (one message) takes reads */
+	if ((st = oxr_vqp_create(g, v->sq_depth, v->nslots + ctl_wrs(v->nslots),
+				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &v->qp,
+				 &v->max_inline))) {
 		vlink_free(g, v);
-		return oxr_err(OXR_ERR_IO, "verbs: ibv_create_qp on %s: %s", d->name, strerror(e));
-	}
-	v->max_inline = qa.cap.max_inline_data;
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = d->port;
-	/* what a peer may do on this QP; its MRs still decide where: the ring and
-	 * windows take writes, a rendezvous piece (one message) takes reads */
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS)) {
-		int e = errno;
-		vlink_free(g, v);
-		return oxr_err(OXR_ERR_IO, "verbs: QP to INIT: %s", strerror(e));
+		return st;
 	}
 	/* receives go up before the offer leaves, so the peer's first write finds one */
 	for (i = 0; i < v->nslots + ctl_wrs(v->nslots); i++)
@@ -364,10 +381,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			vlink_free(g, v);
 			return st;
 		}
-	if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn))
-		psn = (uint32_t)time(NULL);
-	psn &= 0xffffff;
-	v->psn = psn;
+	v->psn = psn = oxr_vpsn();
 	memset(offer, 0, OXR_VOFFER_BYTES);
 	put_u32(offer, OFFER_MAGIC);
 	put_u32(offer + 4, v->qp->qp_num);
@@ -409,6 +423,9 @@ oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 			       "OXR_VERBS_CM alike on every rank", v->peer,
 			       get_u32(offer + 60) ? "by rdma_cm" : "over tcp",
 			       g->ctx->vcm ? "by rdma_cm" : "over tcp");
+	v->addr.lid = get_u32(offer + 12) & 0xffff;
+	memcpy(v->addr.gid, offer + 16, 16);
+	v->addr.mtu = mtu;
 	v->raddr = get_u64(offer + 32);
 	v->rkey = get_u32(offer + 40);
 	v->credits = v->nslots;
@@ -421,37 +438,36 @@ void oxr_vlink_renumber(struct vlink *v, int peer)
 }
 
 struct ibv_qp *oxr_vlink_qp(struct vlink *v) { return v->qp; }
+struct vwqp **oxr_vlink_wslot(struct vlink *v) { return &v->w; }
+const struct oxr_vpeer *oxr_vlink_peer(const struct vlink *v) { return &v->addr; }
 
-oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
+oxr_status_t oxr_vqp_connect(oxr_group *g, struct ibv_qp *qp, int peer, const struct oxr_vpeer *pa,
+			     uint32_t qpn, uint32_t psn, uint32_t my_psn)
 {
 	struct oxr_vdev *d = dev(g);
 	struct ibv_qp_attr a = { 0 };
-	uint32_t qpn = get_u32(offer + 4), psn = get_u32(offer + 8), mtu = get_u32(offer + 52);
-	oxr_status_t st = oxr_vlink_take_offer(g, v, offer);
 
-	if (st)
-		return st;
 	a.qp_state = IBV_QPS_RTR;
 	/* the smaller of both ports' MTUs: a path is only as wide as its narrowest end */
-	a.path_mtu = mtu < (uint32_t)d->mtu ? (enum ibv_mtu)mtu : d->mtu;
+	a.path_mtu = pa->mtu < (uint32_t)d->mtu ? (enum ibv_mtu)pa->mtu : d->mtu;
 	a.dest_qp_num = qpn;
 	a.rq_psn = psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12; /* 0.64 ms; credits make RNR a bug, not a state */
 	a.ah_attr.port_num = d->port;
-	a.ah_attr.dlid = (uint16_t)get_u32(offer + 12);
+	a.ah_attr.dlid = (uint16_t)pa->lid;
 	if (d->link_layer == IBV_LINK_LAYER_ETHERNET || d->gid_index > 0 ||
-	    memcmp(offer + 16, (uint8_t[16]){ 0 }, 16)) {
+	    memcmp(pa->gid, (uint8_t[16]){ 0 }, 16)) {
 		/* RoCE routes by GID (global routing header); IB uses it only across subnets */
 		a.ah_attr.is_global = 1;
-		memcpy(a.ah_attr.grh.dgid.raw, offer + 16, 16);
+		memcpy(a.ah_attr.grh.dgid.raw, pa->gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
-	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			  IBV_QP_MIN_RNR_TIMER))
-		return oxr_err(OXR_ERR_IO, "verbs: QP to RTR (peer rank %d, qpn %u): %s", v->peer,
+		return oxr_err(OXR_ERR_IO, "verbs: QP to RTR (peer rank %d, qpn %u): %s", peer,
 			       qpn, strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -460,42 +476,28 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 	a.timeout = (uint8_t)g->ctx->vtimeout;
 	a.retry_cnt = (uint8_t)g->ctx->vretry;
 	a.rnr_retry = 6;
-	a.sq_psn = v->psn; /* the one our offer announced */
+	a.sq_psn = my_psn; /* the one our offer announced */
 	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(v->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		return oxr_err(OXR_ERR_IO, "verbs: QP to RTS (peer rank %d): %s", v->peer,
+		return oxr_err(OXR_ERR_IO, "verbs: QP to RTS (peer rank %d): %s", peer,
 			       strerror(errno));
 	return OXR_OK;
 }
 
-/* Posts wr, after the put held back for it if there is one (one doorbell). */
-static int post_chain(struct vlink *v, struct ibv_send_wr *wr)
+oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offer[OXR_VOFFER_BYTES])
 {
-	struct ibv_send_wr *bad, *first = wr;
+	oxr_status_t st = oxr_vlink_take_offer(g, v, offer);
 
-	if (v->put_held) {
-		v->put_wr.next = wr;
-		first = &v->put_wr;
-	}
-	if (ibv_post_send(v->qp, first, &bad))
-		return -1;
-	v->put_held = 0;
-	return 0;
+	return st ? st : oxr_vqp_connect(g, v->qp, v->peer, &v->addr, get_u32(offer + 4),
+					 get_u32(offer + 8), v->psn);
 }
 
-int oxr_vlink_flush(struct link *l)
+static int post_chain(struct vlink *v, struct ibv_send_wr *wr)
 {
-	struct vlink *v = l->v;
 	struct ibv_send_wr *bad;
 
-	if (!v || !v->put_held)
-		return 0;
-	v->put_wr.next = NULL;
-	if (ibv_post_send(v->qp, &v->put_wr, &bad))
-		return -1;
-	v->put_held = 0;
-	return 0;
+	return ibv_post_send(v->qp, wr, &bad) ? -1 : 0;
 }
 
 /* Posts staging slot st_next (len > 0 bytes) into the peer's next ring slot. */
@@ -829,90 +831,6 @@ int oxr_vlink_buffered(const struct vlink *v)
 	return v && v->rx_ready > 0;
 }
 
-static int staging_free(void *arg)
-{
-	struct link *l = arg;
-
-	return l->state != LINK_OPEN || can_post(l->v, 0);
-}
-
-static int puts_done(void *arg)
-{
-	struct link *l = arg;
-
-	return l->state != LINK_OPEN || l->v->puts_pending == 0;
-}
-
-oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
-			     const void *src, size_t len)
-{
-	struct vlink *v = l->v;
-	struct ibv_sge sge = { .length = (uint32_t)len };
-	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_mr *mr = NULL;
-	oxr_status_t st;
-
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	wr.sg_list = &sge;
-	wr.num_sge = len ? 1 : 0;
-	if (len <= v->slot) {
-		/* small: through a staging slot, so the caller's memory is free at once */
-		if ((st = oxr_progress_until(g, staging_free, l, -1)))
-			return st;
-		if (l->state != LINK_OPEN)
-			goto failed;
-		sge.addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot);
-		sge.lkey = v->tx_mr->lkey;
-		memcpy((void *)(uintptr_t)sge.addr, src, len);
-		wr.wr_id = WR_ID(v->peer, WR_PUT);
-		if (len <= v->max_inline)
-			wr.send_flags |= IBV_SEND_INLINE;
-		if (oxr_vlink_flush(l))
-			return oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
-		v->put_wr = wr;
-		v->put_sge = sge;
-		v->put_wr.sg_list = &v->put_sge;
-		v->put_held = 1;
-		v->st_next = (v->st_next + 1) % v->nslots;
-		v->st_busy++;
-		v->sq_posted++;
-		return OXR_OK;
-	}
-	/* large: straight from the caller's memory, registered for this write */
-	if (len > 1u << 31)
-		return oxr_err(OXR_ERR_INVAL, "verbs put of %zu bytes: more than 2 GiB in one put",
-			       len);
-	mr = oxr_vreg_mr(dev(g)->pd, (void *)(uintptr_t)src, len, 0);
-	if (!mr)
-		return oxr_err(OXR_ERR_IO, "verbs put: registering %zu bytes: %s", len,
-			       strerror(errno));
-	sge.addr = (uintptr_t)src;
-	sge.lkey = mr->lkey;
-	wr.wr_id = WR_ID(v->peer, WR_BIGPUT);
-	if ((st = oxr_progress_until(g, staging_free, l, -1)) == OXR_OK && l->state == LINK_OPEN) {
-		if (oxr_vlink_flush(l) || ibv_post_send(v->qp, &wr, &bad)) {
-			st = oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
-		} else {
-			v->puts_pending++;
-			v->sq_posted++;
-			st = oxr_progress_until(g, puts_done, l, -1);
-		}
-	}
-	/* the HCA is done with src (or the QP is dead) before it is unregistered */
-	oxr_vdereg_mr(mr);
-	if (st)
-		return st;
-	if (l->state != LINK_OPEN)
-		goto failed;
-	return OXR_OK;
-failed:
-	oxr_err_keep(l->errmsg);
-	return l->err;
-}
-
 oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
 			 struct oxr_vmr **out, uint64_t *addr, uint32_t *rkey)
 {
@@ -937,6 +855,14 @@ oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
 	return OXR_OK;
 }
 
+void oxr_vmr_revoke(struct oxr_vmr *m)
+{
+	if (m && m->mr) {
+		oxr_vdereg_mr(m->mr);
+		m->mr = NULL;
+	}
+}
+
 void oxr_vmr_dereg(struct oxr_vmr *m)
 {
 	if (!m)
@@ -950,8 +876,7 @@ static int drained(void *arg)
 {
 	struct link *l = arg;
 
-	return l->state != LINK_OPEN ||
-	       (l->v->st_busy == 0 && l->v->puts_pending == 0 && !l->v->sd_wait);
+	return l->state != LINK_OPEN || (l->v->st_busy == 0 && !l->v->sd_wait);
 }
 
 void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
@@ -964,7 +889,7 @@ void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
 /* Writes still in flight finish before the QP goes (an isend followed by exit). */
 void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
 {
-	if (l->v && l->state == LINK_OPEN && oxr_vlink_flush(l) == 0)
+	if (l->v && l->state == LINK_OPEN)
 		(void)oxr_progress_until(g, drained, l, timeout_ms);
 }
 
@@ -999,8 +924,6 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 			oxr_link_fail(g, l, OXR_ERR_PEER, "verbs link to rank %d (%s) failed: %s "
 				      "(peer gone, or a write outside its memory)", peer, l->addr,
 				      ibv_wc_status_str(wc->status));
-		if (WR_KIND(wc->wr_id) == WR_BIGPUT && v->puts_pending)
-			v->puts_pending--;
 		return;
 	}
 	switch (WR_KIND(wc->wr_id)) {
@@ -1044,13 +967,7 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 		*wr = 1;
 		break;
 	case WR_DATA:
-	case WR_PUT:
 		v->st_busy--;
-		v->sq_posted--;
-		*wr = 1;
-		break;
-	case WR_BIGPUT:
-		v->puts_pending--;
 		v->sq_posted--;
 		*wr = 1;
 		break;
@@ -1070,6 +987,12 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	if (n < 0)
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
 	for (i = 0; i < n; i++) {
+		if (WR_KIND(wc[i].wr_id) == WR_WIN) { /* the window QP's: not the stream's */
+			oxr_vwqp_completion(g, &wc[i]);
+			peers[i] = -1;
+			want[i] = 0;
+			continue;
+		}
 		peers[i] = wc_peer(g, &wc[i]);
 		completion(g, &wc[i], peers[i], &rd, &wr);
 		want[i] = (uint8_t)(rd | wr << 1);

@@ -16,9 +16,23 @@
 #include "transport_impl.h"
 
 struct vlink;
+struct vwqp;
+struct ibv_qp;
+struct ibv_wc;
 
 /* The wire size of an offer (what a side tells its peer about its QP). */
 #define OXR_VOFFER_BYTES 64
+
+/* What a work request is, in the low byte of its wr_id; the peer's rank above. */
+enum wr_kind { WR_DATA = 1, WR_RECV = 4, WR_CTL = 5, WR_READ = 6, WR_WIN = 7 };
+#define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
+#define WR_KIND(id) ((int)((id)&0xff))
+
+/* Where a peer's QPs are: from its offer. */
+struct oxr_vpeer {
+	uint32_t lid, mtu;
+	uint8_t gid[16];
+};
 
 /* Creates the QP (INIT) and the ring, posts the receives, writes the offer. */
 oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
@@ -30,6 +44,16 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 				  const uint8_t offer[OXR_VOFFER_BYTES]);
 struct ibv_qp *oxr_vlink_qp(struct vlink *v);
+/* An RC QP on the group's CQ, moved to INIT with the given remote access;
+ * then to RTS towards the peer's QP qpn (its first PSN psn, ours my_psn). */
+oxr_status_t oxr_vqp_create(oxr_group *g, uint32_t send_wr, uint32_t recv_wr, int access,
+			    struct ibv_qp **out, uint32_t *max_inline);
+oxr_status_t oxr_vqp_connect(oxr_group *g, struct ibv_qp *qp, int peer, const struct oxr_vpeer *pa,
+			     uint32_t qpn, uint32_t psn, uint32_t my_psn);
+uint32_t oxr_vpsn(void); /* a random first PSN */
+/* The link's window QP slot, and where the peer is (verbs_wqp.c uses them). */
+struct vwqp **oxr_vlink_wslot(struct vlink *v);
+const struct oxr_vpeer *oxr_vlink_peer(const struct vlink *v);
 /* The link's peer has a new rank (a shrink renumbered the group). */
 void oxr_vlink_renumber(struct vlink *v, int peer);
 /* verbs_cm.c: the same, with the QP connected by librdmacm on IP addresses
@@ -57,15 +81,28 @@ int oxr_vlink_buffered(const struct vlink *v);
 struct oxr_vmr;
 oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
 			 struct oxr_vmr **out, uint64_t *addr, uint32_t *rkey);
+/* A revoke: the registration goes at once, so its rkey is dead at the HCA
+ * (the reset registers anew); the handle stays. */
+void oxr_vmr_revoke(struct oxr_vmr *m);
 void oxr_vmr_dereg(struct oxr_vmr *m);
-/* One-sided write of src[0..len) to raddr/rkey on the peer of l; returns
- * when src may be reused.  Ordered before everything sent on l after it. */
+
+/* verbs_wqp.c: one-sided writes go on a window QP of the link's own, one
+ * per epoch.  oxr_vlink_write writes src[0..len) to raddr/rkey on the peer
+ * of l and returns once the peer's HCA has it (so whatever l sends after it
+ * comes later); a refusal fails the write and the window QP, never l. */
 oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
 			     const void *src, size_t len);
-
-/* A small put is held back to go out with the next write of the stream (its
- * notification); this posts it alone if it is still waiting.  -1 on error. */
-int oxr_vlink_flush(struct link *l);
+/* A window QP frame (LIST of INT32 [epoch, kind, qpn, psn]) from l's peer. */
+oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[4]);
+/* The group's epoch went up: every window QP of the old one goes, and an
+ * offer of the new one that came early is taken now. */
+void oxr_vwqp_new_epoch(oxr_group *g);
+/* Offers this epoch's window QP on every verbs link that has none yet; the
+ * window calls that every rank makes wait for oxr_vwqp_all_ready. */
+oxr_status_t oxr_vwqp_open_all(oxr_group *g);
+int oxr_vwqp_all_ready(oxr_group *g);
+void oxr_vwqp_completion(oxr_group *g, const struct ibv_wc *wc);
+void oxr_vwqp_free(oxr_group *g, struct vwqp *w);
 
 /* The group's completion queue: created with the first verbs link. */
 void oxr_vgroup_destroy(oxr_group *g);

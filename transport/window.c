@@ -8,8 +8,9 @@
  *
  * Over verbs the window is a memory region registered for remote write, and
  * its descriptor adds INT32 addr_hi, addr_lo, rkey; the bytes go by RDMA
- * WRITE straight into it (the HCA refuses anything outside the region), and
- * the frame that follows on the same QP says they landed:
+ * WRITE straight into it (the HCA refuses anything outside the region), on
+ * the link's window QP (verbs_wqp.c), and once the write completed the
+ * frame that follows in the stream says they landed:
  *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify,
  *         INT32 len_hi, INT32 len_lo]
  * which the target accepts only from a verbs link.  Puts of at most
@@ -26,10 +27,16 @@
  * when it reads the fence, after every frame before it.  One round trip,
  * only when a peer's puts switch from the stream to RDMA.
  *
+ * A revoke deregisters every window at once: an RDMA write of the revoked
+ * epoch that comes late is refused by the HCA, and the reset registers the
+ * window anew (a new rkey) for the next epoch.
+ *
  * Invariant: a byte lands in a window only if the frame came over an
  * authenticated link, names a live window of this rank, carries the
  * group's current epoch, and fits inside the window; everything else is
- * refused, counted and logged, and the link goes on.
+ * refused, counted and logged, and the link goes on.  An RDMA write lands
+ * only while the window's registration of the current epoch lives, which
+ * ends with the first revoke this rank sees.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +112,23 @@ static oxr_status_t send_private(oxr_group *g, int peer, int32_t tag, oxr_cmo *b
 	return body ? oxr_send(g, peer, &m) : oxr_err(OXR_ERR_NOMEM, "window: out of memory");
 }
 
+/* Built on the stack, not in g->scratch: it is also sent from inside the
+ * engine, under a caller whose frame may still be in the scratch arena. */
+oxr_status_t oxr_send_ints(oxr_group *g, int peer, int32_t tag, int n, const uint32_t *v)
+{
+	oxr_cmo k[8], *kp[8], list = { .tag = OXR_CMO_LIST, .nkids = (uint32_t)n, .kids = kp };
+	oxr_ox_msg m = { .tag = tag, .cmo = &list };
+	int i;
+
+	if (n < 0 || n > 8)
+		return oxr_err(OXR_ERR_INVAL, "send_ints: %d integers", n);
+	for (i = 0; i < n; i++) {
+		k[i] = (oxr_cmo){ .tag = OXR_CMO_INT32, .v.i32 = (int32_t)v[i] };
+		kp[i] = &k[i];
+	}
+	return oxr_queue_internal(g, peer, &m);
+}
+
 struct all_descs {
 	oxr_group *g;
 	uint32_t id;
@@ -122,7 +146,11 @@ static int have_all_descs(void *arg)
 			if (!r || r->epoch != x->g->epoch)
 				return 0;
 		}
+#ifdef OXR_HAVE_VERBS
+	return !x->g->ctx->vdev || oxr_vwqp_all_ready(x->g);
+#else
 	return 1;
+#endif
 }
 
 /* The window's descriptor to every authenticated peer; the rkey goes only
@@ -200,6 +228,8 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 #ifdef OXR_HAVE_VERBS
 	if (g->ctx->vdev)
 		st = oxr_vmr_reg(g, base, len, 1, &w->mr, &w->addr, &w->rkey);
+	if (st == OXR_OK && g->ctx->vdev)
+		st = oxr_vwqp_open_all(g);
 #endif
 	if (st == OXR_OK)
 		st = announce(g, w);
@@ -279,9 +309,6 @@ static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v);
 static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
 {
 	uint32_t v[3];
-	oxr_cmo k[3], *kp[3] = { &k[0], &k[1], &k[2] }, list;
-	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_FENCE, .cmo = &list };
-	int i;
 
 	if (!int_fields(c, 3, 3, v) || v[0] != g->epoch || v[2] > 1) {
 		g->puts_refused++; /* a stale epoch's fence has nobody waiting */
@@ -291,10 +318,8 @@ static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
 		l->fence_acked = v[1];
 		return;
 	}
-	for (i = 0; i < 3; i++)
-		k[i] = (oxr_cmo){ .tag = OXR_CMO_INT32, .v.i32 = (int32_t)(i < 2 ? v[i] : 1) };
-	list = (oxr_cmo){ .tag = OXR_CMO_LIST, .nkids = 3, .kids = kp };
-	if (oxr_queue_internal(g, l->peer, &m))
+	v[2] = 1;
+	if (oxr_send_ints(g, l->peer, OXR_OX_PRIVATE_FENCE, 3, v))
 		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: answering rank %d's fence: %s", g->rank,
 			l->peer, oxr_errmsg());
 }
@@ -306,6 +331,8 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 	uint32_t v[5] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify };
 	oxr_cmo *body, *bytes;
 
+	if (g->revoked && !g->resetting)
+		return oxr_revoked_err(g, "put");
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
 			       "(create it on both sides first)", peer, id, g->rank);
@@ -330,11 +357,7 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 		if (st)
 			return st;
 		oxr_arena_reset(g->scratch);
-		st = send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
-		/* the note went out with the put; if it failed, the put goes alone */
-		if (oxr_vlink_flush(&g->links[peer]) && st == OXR_OK)
-			st = oxr_err(OXR_ERR_IO, "put to rank %d: posting the write failed", peer);
-		return st;
+		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
 	}
 #endif
 	oxr_arena_reset(g->scratch);
@@ -473,12 +496,16 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 	r->rkey = v[6];
 }
 
-void oxr_windows_drop_notes(oxr_group *g)
+void oxr_windows_revoked(oxr_group *g)
 {
 	oxr_win *w;
 
-	for (w = g->wins; w; w = w->next)
+	for (w = g->wins; w; w = w->next) {
 		w->head = w->count = 0;
+#ifdef OXR_HAVE_VERBS
+		oxr_vmr_revoke(w->mr);
+#endif
+	}
 }
 
 struct rekey {
@@ -505,6 +532,11 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
 	oxr_status_t st = OXR_OK;
 	oxr_win *w;
 
+#ifdef OXR_HAVE_VERBS
+	oxr_vwqp_new_epoch(g);
+	if (g->wins && g->ctx->vdev)
+		st = oxr_vwqp_open_all(g);
+#endif
 	for (w = g->wins; w && st == OXR_OK; w = w->next) {
 		w->epoch = g->epoch;
 		w->head = w->count = 0;
@@ -533,6 +565,18 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 		land_put(g, l, m->cmo);
 	else if (m->tag == OXR_OX_PRIVATE_FENCE)
 		fence_frame(g, l, m->cmo);
+	else if (m->tag == OXR_OX_PRIVATE_WQP) {
+		uint32_t v[4];
+		if (!int_fields(m->cmo, 4, 4, v))
+			return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed window QP frame",
+				       l->peer);
+#ifdef OXR_HAVE_VERBS
+		return oxr_vwqp_frame(g, l, v);
+#else
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame to a rank without "
+			       "verbs", l->peer);
+#endif
+	}
 	else
 		keep_desc(g, l, m->cmo);
 	return OXR_OK;

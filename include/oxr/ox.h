@@ -34,6 +34,7 @@ enum oxr_ox_tag {
 	OXR_OX_PRIVATE_SHRINK = 0x7fff0105,
 	OXR_OX_PRIVATE_BEAT = 0x7fff0106, /* a heartbeat: "still here" (OXR_HEARTBEAT_MS) */
 	OXR_OX_PRIVATE_FENCE = 0x7fff0107, /* puts: "tell me when all before this landed" */
+	OXR_OX_PRIVATE_WQP = 0x7fff0108, /* verbs: a window QP's offer or readiness */
 };
 
 /* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
@@ -42,7 +43,7 @@ static inline int oxr_ox_has_cmo(int32_t tag)
 	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
 	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE ||
 	       tag == OXR_OX_PRIVATE_SHRINK || tag == OXR_OX_PRIVATE_BEAT ||
-	       tag == OXR_OX_PRIVATE_FENCE;
+	       tag == OXR_OX_PRIVATE_FENCE || tag == OXR_OX_PRIVATE_WQP;
 }
 
 enum oxr_sm {
