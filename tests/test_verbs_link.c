@@ -262,6 +262,33 @@ Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 	free_pair(&p);
 }
 
+/* A pair with window 3 over mem on rank 0, after one RDMA put from rank 1:
+ * the address and rkey rank 1 has for it. */
+static void rdma_window_pair(struct pair *p, struct win_arg *wa, struct win_arg *wb, uint8_t *mem,
+			     uint64_t *addr, uint32_t *rkey)
+{
+	uint8_t junk[300];
+	oxr_win_note n;
+
+	verbs_pair(p);
+	windows(p, wa, wb, mem, 4096);
+	memset(junk, 0x5a, sizeof(junk));
+	cr_assert_eq(oxr_put(p->b, 0, 3, 0, junk, sizeof(junk), 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa->w, 10000, &n), OXR_OK);
+	cr_assert(oxr_win_remote(p->b, 0, 3, addr, rkey), "rank 1 has the address and rkey");
+	memset(mem, 0, 4096);
+}
+
+static void rdma_window_pair_free(struct pair *p, struct win_arg *wa, struct win_arg *wb,
+				  uint8_t *mem)
+{
+	oxr_win_destroy(wa->w);
+	oxr_win_destroy(wb->w);
+	free(mem);
+	free(wb->base);
+	free_pair(p);
+}
+
 /* A reset re-registers every window: a write aimed with the old epoch's
  * rkey is refused by the target's HCA and not a byte of it lands. */
 Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
@@ -271,14 +298,9 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[300];
 	uint64_t addr, addr2;
 	uint32_t rkey, rkey2;
-	oxr_win_note n;
 
-	verbs_pair(&p);
-	windows(&p, &wa, &wb, mem, 4096);
+	rdma_window_pair(&p, &wa, &wb, mem, &addr, &rkey);
 	memset(junk, 0x5a, sizeof(junk));
-	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 300, 1), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
-	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "the epoch 0 rkey");
 	reset_and_put_again(&p, &wa, 1000);
 	cr_assert(oxr_win_remote(p.b, 0, 3, &addr2, &rkey2), "the epoch 1 rkey");
 	cr_assert_eq(addr2, addr);
@@ -286,11 +308,7 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 	memset(mem, 0, 4096);
 	assert_refused(&p, oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)));
 	cr_assert(!memcmp(mem, zero, 4096), "and nothing of it landed");
-	oxr_win_destroy(wa.w);
-	oxr_win_destroy(wb.w);
-	free(mem);
-	free(wb.base);
-	free_pair(&p);
+	rdma_window_pair_free(&p, &wa, &wb, mem);
 }
 
 /*
@@ -307,15 +325,9 @@ Test(verbs, a_late_write_between_revoke_and_reset_never_lands)
 	uint8_t *mem = calloc(1, 4096), zero[4096] = { 0 }, junk[1000];
 	uint64_t addr;
 	uint32_t rkey;
-	oxr_win_note n;
 
-	verbs_pair(&p);
-	windows(&p, &wa, &wb, mem, 4096);
+	rdma_window_pair(&p, &wa, &wb, mem, &addr, &rkey);
 	memset(junk, 0x5a, sizeof(junk));
-	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 300, 1), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
-	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey), "the rkey");
-	memset(mem, 0, 4096);
 	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
 	cr_assert(!oxr_group_revoked(p.b, NULL), "the writer has not read the revoke yet");
 	cr_assert_neq(oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)),
@@ -326,11 +338,7 @@ Test(verbs, a_late_write_between_revoke_and_reset_never_lands)
 	cr_assert_neq(oxr_put(p.b, 0, 3, 0, junk, 300, 2), OXR_OK, "a put in a revoked group fails");
 	reset_and_put_again(&p, &wa, 2000);
 	cr_assert(!memcmp(mem, zero, 2000), "only the new epoch's put is there");
-	oxr_win_destroy(wa.w);
-	oxr_win_destroy(wb.w);
-	free(mem);
-	free(wb.base);
-	free_pair(&p);
+	rdma_window_pair_free(&p, &wa, &wb, mem);
 }
 
 struct stream_arg {
