@@ -298,7 +298,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 	 * would only say EAGAIN, a system call a small message pays for nothing
 	 * (several us under a syscall-trapping sandbox).  The epoll set is
 	 * level-triggered, so whatever arrives later is reported anyway. */
-	int drained = 0;
+	int drained = 0, big = 0;
 
 	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
 		size_t used;
@@ -338,6 +338,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			if (g->ctx->heartbeat_ms)
 				l->last_rx = oxr_now_ms();
 			if (direct) {
+				big = !l->v;
 				oxr_decoder_advance(l->dec, (size_t)k);
 				l->rlen = l->roff = 0; /* then a feed of nothing moves the decoder on */
 			} else {
@@ -371,6 +372,11 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				      st == OXR_ERR_NOMEM ? "out of memory" : oxr_decoder_error(l->dec));
 			break;
 		}
+		/* One large message a round: its taker frees it, and its block
+		 * (arena.c's cache) takes the next, still warm.  Reading ahead
+		 * would fill fresh memory, faulting every page of it. */
+		if (st == OXR_OK && big)
+			break;
 	}
 	oxr_link_update_events(g, l);
 }
