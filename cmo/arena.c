@@ -37,8 +37,9 @@ struct oxr_arena {
 };
 
 /* ---- the big-block cache ---- */
-#define CACHE_MIN (256 * 1024)
+#define CACHE_MIN (CHUNK / 4) /* every block of its own: a 64 KiB payload faults too */
 #define CACHE_CAP (32u << 20) /* at most this much kept by the whole process */
+#define CACHE_BLOCKS 256      /* and at most this many blocks (a short list to search) */
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static void (*release_hook)(const void *base, size_t len);
@@ -59,6 +60,7 @@ static void release(struct block *b)
 }
 static struct block *cache;
 static size_t cache_bytes;
+static unsigned cache_n;
 
 /* A cached block of at least n bytes and not wastefully more, or NULL. */
 static struct block *cache_take(size_t n)
@@ -73,6 +75,7 @@ static struct block *cache_take(size_t n)
 			b = *pp;
 			*pp = b->next;
 			cache_bytes -= b->size;
+			cache_n--;
 			break;
 		}
 	pthread_mutex_unlock(&cache_mu);
@@ -83,10 +86,11 @@ static void block_free(struct block *b)
 {
 	if (b->size >= CACHE_MIN) {
 		pthread_mutex_lock(&cache_mu);
-		if (cache_bytes + b->size <= CACHE_CAP) {
+		if (cache_bytes + b->size <= CACHE_CAP && cache_n < CACHE_BLOCKS) {
 			b->next = cache;
 			cache = b;
 			cache_bytes += b->size;
+			cache_n++;
 			b = NULL;
 		}
 		pthread_mutex_unlock(&cache_mu);
@@ -147,7 +151,7 @@ void oxr_arena_destroy(oxr_arena *a)
 	oxr_arena_reset(a);
 	for (b = a->spare; b; b = next) {
 		next = b->next;
-		release(b);
+		block_free(b); /* a 64 KiB payload's block is a chunk's size */
 	}
 	free(a);
 }

@@ -8,7 +8,9 @@
  *
  * Blocking waits spin on non-blocking rounds for OXR_SPIN_US, then sleep in
  * epoll_wait: spinning keeps a ping-pong off the ~55 us wake-up path, and
- * sleeping lets a group oversubscribed on few cores make progress.
+ * sleeping lets a group oversubscribed on few cores make progress.  Bytes
+ * moving on a socket restart the spin: a large message arrives in pieces
+ * over hundreds of us, and sleeping between them costs a wake-up each.
  *
  * Flow control: a link stops reading once OXR_RECV_QUEUE_BYTES of received
  * messages wait to be taken, so TCP pushes back on a fast sender instead of
@@ -298,7 +300,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 	 * would only say EAGAIN, a system call a small message pays for nothing
 	 * (several us under a syscall-trapping sandbox).  The epoll set is
 	 * level-triggered, so whatever arrives later is reported anyway. */
-	int drained = 0;
+	int drained = 0, big = 0;
 
 	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
 		size_t used;
@@ -335,9 +337,12 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				}
 				break;
 			}
+			if (!l->v)
+				g->tcp_moved += (uint64_t)k;
 			if (g->ctx->heartbeat_ms)
 				l->last_rx = oxr_now_ms();
 			if (direct) {
+				big = !l->v;
 				oxr_decoder_advance(l->dec, (size_t)k);
 				l->rlen = l->roff = 0; /* then a feed of nothing moves the decoder on */
 			} else {
@@ -371,6 +376,11 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				      st == OXR_ERR_NOMEM ? "out of memory" : oxr_decoder_error(l->dec));
 			break;
 		}
+		/* One large message a round: its taker frees it, and its block
+		 * (arena.c's cache) takes the next, still warm.  Reading ahead
+		 * would fill fresh memory, faulting every page of it. */
+		if (st == OXR_OK && big)
+			break;
 	}
 	oxr_link_update_events(g, l);
 }
@@ -394,6 +404,8 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
+		if (!l->v)
+			g->tcp_moved += (uint64_t)k;
 		if (g->ctx->heartbeat_ms)
 			l->last_tx = oxr_now_ms();
 		while (k > 0) { /* resume inside a partly written iovec next time */
@@ -537,6 +549,7 @@ static int64_t now_us(void)
 oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms)
 {
 	int64_t start = now_us(), spin_end = start + g->ctx->spin_us;
+	uint64_t moved = g->tcp_moved;
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000;
 	unsigned rounds = 0;
 	oxr_status_t st;
@@ -557,6 +570,10 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		if (t >= deadline)
 			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
 				       timeout_ms);
+		if (g->tcp_moved != moved) {
+			moved = g->tcp_moved;
+			spin_end = t + g->ctx->spin_us;
+		}
 		if (t >= spin_end) {
 			int64_t left = deadline - t;
 			wait_ms = left > 100000000 ? 100000 : (int)((left + 999) / 1000);

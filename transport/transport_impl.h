@@ -116,6 +116,7 @@ struct oxr_group {
 	int tcp_links;          /* open links whose stream is a socket */
 	unsigned spins;         /* spinning rounds, to look at sockets now and then */
 	unsigned quiet_sends;   /* blocking sends done, to read the links now and then */
+	uint64_t tcp_moved;     /* bytes read and written on sockets: a wait spins while they move */
 	/* revoke and reset (revoke.c) */
 	uint64_t gid;           /* with the epoch, what a revoke names */
 	int revoked;            /* in the current epoch */
