@@ -46,9 +46,13 @@ struct proj {
 static double lg2(double P) { return ceil(log2(P)); }
 static double hop(const struct loggp *m, double bytes) { return m->L + 2 * m->o + bytes * m->G; }
 
+/* the bitmap barrier's tree is 16-nomial (barrier.c's default radix): d
+ * levels, and a parent takes k - 1 requests in and sends k - 1 out */
 static double t_bitmap(const struct loggp *m, double P, double b)
 {
-	return 2 * lg2(P) * hop(m, b);
+	double d = P > 1 ? ceil(log(P) / log(16) - 1e-9) : 0, k = P < 16 ? P : 16;
+
+	return d * (2 * hop(m, b) + (k - 1) * m->o + (k - 2) * m->g);
 }
 static double t_dissem(const struct loggp *m, double P, double b) { return lg2(P) * hop(m, b); }
 static double t_tree(const struct loggp *m, double P, double b) { return lg2(P) * hop(m, b); }
@@ -75,7 +79,8 @@ static double t_reset(const struct loggp *m, double P, double b)
 }
 
 static struct proj projs[] = {
-	{ "barrier", "oxr", "barrier", "2 l (L + 2o)", t_bitmap, 0 },
+	{ "barrier", "oxr", "barrier", "d (2 (L + 2o) + (k-1) o + (k-2) g), d = ceil(log16 P), "
+	  "k = min(P, 16)", t_bitmap, 0 },
 	{ "barrier", "oxr-dissemination", "dissem", "l (L + 2o)", t_dissem, 0 },
 	{ "bcast", "oxr", "bcast", "l (L + 2o + m G)", t_tree, 8 },
 	{ "reduce", "oxr", "reduce", "l (L + 2o + m G)", t_tree, 4 },

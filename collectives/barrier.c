@@ -25,6 +25,7 @@
 
 #define BAR_WIN_BASE 0x6f780100u /* window ids 0x6f7801xx are the barriers' */
 #define BAR_SPIN_DEFAULT 1000
+#define BAR_RADIX_DEFAULT 16 /* see barrier.h: fewer hops beat a busier root */
 #define BAR_SLICE_MS 50 /* how often a quiet wait looks at its peers' links */
 
 struct oxr_barrier {
@@ -102,7 +103,7 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 		return oxr_err(OXR_ERR_INVAL, "barrier_create: NULL argument");
 	if ((st = pick_algo(algo, &a)) ||
 	    (st = long_from_env("OXR_COLL_SPIN_US", BAR_SPIN_DEFAULT, 0, 10000000, &spin)) ||
-	    (st = long_from_env("OXR_BARRIER_RADIX", 2, 2, 64, &radix)))
+	    (st = long_from_env("OXR_BARRIER_RADIX", BAR_RADIX_DEFAULT, 2, 64, &radix)))
 		return st;
 	n = oxr_group_size(g);
 	b = calloc(1, sizeof(*b));

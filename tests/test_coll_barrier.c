@@ -434,7 +434,8 @@ Test(barrier, simulated_bitmap_n_1_to_64)
 	int n, radix;
 
 	cr_log_info("OXR_TEST_SEED=%llu", (unsigned long long)seed);
-	for (radix = 2; radix <= 4; radix++)
+	/* 2..4, and the default 16: flat up to 16 ranks, two levels above */
+	for (radix = 2; radix <= 16; radix = radix < 4 ? radix + 1 : radix * 4)
 		for (n = 1; n <= 64; n++) {
 			long per, mx;
 			simulate(BAR_ALG_BITMAP, n, radix, radix == 2 ? 40 : 10, n % 3 ? 30 : 400,

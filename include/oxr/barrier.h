@@ -34,8 +34,15 @@
  * machine every write is a system call and a wakeup of another process,
  * and the cores, not the wire, are what a barrier waits for.  (At n=2 both
  * send one write each way, and MPI's pure busy-poll on two free cores wins.)
- * The tree's radix hardly matters here (radix 2, 4, 8 at n=8: 99-112 us in
- * one quiet session, within the noise), so it stays binomial.
+ * The tree's radix: 16 by default, a flat tree up to 16 ranks (the root
+ * takes every request and sends every establishment), 16-nomial above.
+ * Oversubscribed, a hop is a wakeup of another process, and fewer hops win
+ * over a busier root: one session after the TCP progress changes (medians
+ * of 2000 barriers, us), n=8: radix 2 170-180, radix 8 or 16 (flat)
+ * 138-153; n=16: radix 2 464, 8 422, 16 324; n=4 the same for all.  At
+ * thousands of ranks 16 keeps the depth at log16 n (3 at 4096) and a
+ * rank's writes at most 2 * 15 a level.  An earlier quiet session saw no
+ * difference at n=8 (99-112 us for radix 2, 4, 8) before those changes.
  *
  * Environment:
  *   OXR_BARRIER        bitmap | dissemination: the algorithm of
@@ -48,7 +55,7 @@
  *                      against 144-163 for 50, 119-131 for 200, 111-128
  *                      for 2000, 146-200 for 5000; OXR_SPIN_US 50 (its
  *                      default) beat 0 and 200)
- *   OXR_BARRIER_RADIX  the bitmap barrier's tree radix, 2..64 (default 2)
+ *   OXR_BARRIER_RADIX  the bitmap barrier's tree radix, 2..64 (default 16)
  *
  * oxr_barrier_create is collective (it creates the barrier's window: every
  * rank of the group must create its barriers in the same order).  Barrier
