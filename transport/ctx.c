@@ -30,6 +30,27 @@ static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *
 	return OXR_OK;
 }
 
+/*
+ * OXR_SPIN_US's default: 50 us, unless this node runs more ranks than it
+ * has cores, where a spinning wait only keeps the rank it waits for off
+ * the core (the crystal router at 16 ranks on 2 cores: 1.7-2.1x faster
+ * than MPI_Alltoallv with 50, 2.1-2.4x with 0).  The launcher says how many
+ * ranks share the node: oxr-run (OXR_RUN_SIZE), Open MPI
+ * (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm (SLURM_NTASKS_PER_NODE).
+ */
+static long default_spin(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",
+					    "OXR_RUN_SIZE", NULL };
+	long cores = sysconf(_SC_NPROCESSORS_ONLN), local = 0;
+	int i;
+
+	for (i = 0; vars[i] && local <= 0; i++)
+		if (getenv(vars[i]))
+			local = strtol(getenv(vars[i]), NULL, 10);
+	return cores > 0 && local > cores ? 0 : 50;
+}
+
 /* A word from a fixed list; returns its index. */
 static oxr_status_t env_word(const char *name, const char *const *words, int def, int *out)
 {
@@ -128,7 +149,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	if ((st = env_word("OXR_LOG_LEVEL", levels, OXR_LOG_WARN, &c->log_level)) ||
 	    (st = env_word("OXR_TRANSPORT", transports, 0, &tr)) ||
 	    (st = env_word("OXR_ORDER", orders, OXR_ORDER_HOST, &c->order)) ||
-	    (st = env_int("OXR_SPIN_US", 0, 10000000, 50, &spin)) ||
+	    (st = env_int("OXR_SPIN_US", 0, 10000000, default_spin(), &spin)) ||
 	    (st = env_int("OXR_LINK_TIMEOUT_MS", 1, 86400000, 30000, &tmo)) ||
 	    (st = env_int("OXR_HEARTBEAT_MS", 0, 86400000, 0, &beat)) ||
 	    (st = env_int("OXR_RECV_QUEUE_BYTES", 4096, 1L << 40, 64L << 20, &rq)) ||
