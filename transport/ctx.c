@@ -45,9 +45,11 @@ static long default_spin(void)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN), local = 0;
 	int i;
 
-	for (i = 0; vars[i] && local <= 0; i++)
-		if (getenv(vars[i]))
-			local = strtol(getenv(vars[i]), NULL, 10);
+	for (i = 0; vars[i] && local <= 0; i++) {
+		const char *s = getenv(vars[i]);
+		if (s)
+			local = strtol(s, NULL, 10);
+	}
 	return cores > 0 && local > cores ? 0 : 50;
 }
 

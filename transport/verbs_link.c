@@ -58,7 +58,6 @@
 #include "verbs_link.h"
 #include "verbs_rcache.h"
 
-
 /* The immediate: credits returned, and what the write is. */
 #define IMM_RNDV 0x80000000u  /* the slot holds a rendezvous descriptor */
 #define IMM_FIN 0x40000000u   /* zero bytes: the peer has read our rendezvous piece */
@@ -66,8 +65,6 @@
 #define RNDV_DESC 16          /* u64 address, u32 rkey, u32 length (little-endian) */
 #define RNDV_MAX (1u << 30)   /* one descriptor covers at most this much */
 #define RNDV_DIRECT 16384     /* smaller reads land in the slot, then are copied */
-
-#define WR_PEER(id) ((int)((id) >> 8))
 
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
 #define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, READs */
@@ -493,7 +490,7 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 					 get_u32(offer + 8), v->psn);
 }
 
-static int post_chain(struct vlink *v, struct ibv_send_wr *wr)
+static int post_send(struct vlink *v, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
 
@@ -515,7 +512,7 @@ static int post_data(struct vlink *v, uint32_t len, uint32_t flags)
 	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
 	wr.wr.rdma.rkey = v->rkey;
-	if (post_chain(v, &wr))
+	if (post_send(v, &wr))
 		return -1;
 	v->owed = 0;
 	v->credits--;
@@ -537,7 +534,7 @@ static int post_credits(struct vlink *v, uint32_t flags)
 	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr;
 	wr.wr.rdma.rkey = v->rkey;
-	if (post_chain(v, &wr))
+	if (post_send(v, &wr))
 		return -1;
 	v->owed = 0;
 	v->sq_posted++;
@@ -588,7 +585,7 @@ static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = v->rd_addr + v->rd_off;
 	wr.wr.rdma.rkey = v->rd_key;
-	if (post_chain(v, &wr))
+	if (post_send(v, &wr))
 		return -1;
 	v->sq_posted++;
 	v->rd_done = 0;

@@ -27,6 +27,7 @@ struct ibv_wc;
 enum wr_kind { WR_DATA = 1, WR_RECV = 4, WR_CTL = 5, WR_READ = 6, WR_WIN = 7 };
 #define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_KIND(id) ((int)((id)&0xff))
+#define WR_PEER(id) ((int)((id) >> 8))
 
 /* Where a peer's QPs are: from its offer. */
 struct oxr_vpeer {

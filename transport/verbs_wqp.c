@@ -231,20 +231,33 @@ void oxr_vwqp_new_epoch(oxr_group *g)
 	}
 }
 
+/* The window QP a completion is for: the rank in its wr_id first, every
+ * link only if a shrink renumbered the group since it was posted. */
+static struct vwqp *wqp_of(oxr_group *g, const struct ibv_wc *wc, int *peer)
+{
+	int hint = WR_PEER(wc->wr_id), i;
+
+	for (i = -1; i < g->size; i++) {
+		int p = i < 0 ? hint : i;
+		struct vwqp *w;
+		if (p < 0 || p >= g->size || !g->links[p].v)
+			continue;
+		w = *oxr_vlink_wslot(g->links[p].v);
+		if (w && w->qp && w->qp->qp_num == wc->qp_num) {
+			*peer = p;
+			return w;
+		}
+	}
+	return NULL; /* of a QP already gone */
+}
+
 void oxr_vwqp_completion(oxr_group *g, const struct ibv_wc *wc)
 {
-	struct vwqp *w = NULL;
 	int p;
+	struct vwqp *w = wqp_of(g, wc, &p);
 
-	for (p = 0; p < g->size && !w; p++) {
-		struct vlink *v = g->links[p].v;
-		w = v ? *oxr_vlink_wslot(v) : NULL;
-		if (w && (!w->qp || w->qp->qp_num != wc->qp_num))
-			w = NULL;
-	}
 	if (!w)
-		return; /* of a QP already gone */
-	p--;
+		return;
 	w->posted = 0;
 	w->failed = wc->status;
 	if (wc->status == IBV_WC_SUCCESS)
