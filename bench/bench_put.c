@@ -8,8 +8,15 @@
  * bytes into the peer's window at offset 0, and its receipt is the
  * notification at the target (oxr_win_wait), so a round trip is what
  * perftest's ib_write_lat measures plus oxr's notification.  On verbs the
- * bytes go by RDMA WRITE into the registered window; on TCP by the emulated
- * put.  Control messages are ordinary OX messages.
+ * bytes go by RDMA WRITE into the registered window (up to
+ * OXR_VERBS_PUT_INLINE bytes in the stream, with their note); on TCP by the
+ * emulated put.  Control messages are ordinary OX messages.
+ *
+ * --polled: what ib_write_lat measures, no more.  oxr_put_quiet (no note)
+ * with a sequence byte last in the payload, and the target polls that byte
+ * in its window, calling oxr_progress in the loop (needed on TCP, a CQ poll
+ * on verbs).  The put returns once the target's HCA has the bytes, as
+ * ib_write_lat waits for each write's completion.
  */
 #define PP_OTHER_BACKEND 1 /* the put backend, below */
 #include "bench_pingpong.c"
@@ -24,6 +31,8 @@ static oxr_win *win;
 static uint8_t *winmem;
 static oxr_arena *small;
 static uint8_t *pattern;
+static int polled;                /* --polled */
+static uint8_t sent_seq, got_seq; /* --polled: the last byte of each put */
 
 #include "bench_oxr_common.h"
 
@@ -31,9 +40,17 @@ static void be_init(int *argc, char ***argv, int *rank, int *size)
 {
 	size_t i;
 
-	be_impl = "oxr-put";
-	be_lat_name = "put";
-	be_bw_name = "put_bw";
+	int i_arg, o_arg;
+
+	for (i_arg = o_arg = 1; i_arg < *argc; i_arg++)
+		if (strcmp((*argv)[i_arg], "--polled") == 0)
+			polled = 1;
+		else
+			(*argv)[o_arg++] = (*argv)[i_arg];
+	*argc = o_arg;
+	be_impl = polled ? "oxr-put-polled" : "oxr-put";
+	be_lat_name = polled ? "put_polled" : "put";
+	be_bw_name = polled ? "put_polled_bw" : "put_bw";
 	be_overhead = 0;
 	check(oxr_boot_open(&boot), "bootstrap");
 	check(oxr_ctx_create(&ctx), "context");
@@ -65,22 +82,44 @@ static void be_describe(char *buf, size_t n)
 {
 	const char *spin = getenv("OXR_SPIN_US");
 
-	snprintf(buf, n, "oxr_put into a window, transport %s, %d ranks from %s, OXR_SPIN_US=%s",
+	snprintf(buf, n, "%s into a window, transport %s, %d ranks from %s, OXR_SPIN_US=%s",
+		 polled ? "oxr_put_quiet, target polling its memory," : "oxr_put",
 		 oxr_ctx_transport(ctx), oxr_group_size(grp), oxr_boot_name(boot),
 		 spin ? spin : "50 (default)");
 }
 
 static void be_prepare(size_t n) { (void)n; }
 
+/* --polled: the next sequence byte, never 0 (the window starts zeroed) */
+static uint8_t next_seq(uint8_t s) { return s == 255 ? 1 : (uint8_t)(s + 1); }
+
 static void be_send(int peer, size_t n)
 {
-	check(oxr_put(grp, peer, 1, 0, pattern, n, (uint32_t)n), "put");
+	if (!polled) {
+		check(oxr_put(grp, peer, 1, 0, pattern, n, (uint32_t)n), "put");
+		return;
+	}
+	if (!n)
+		die("--polled needs puts of at least 1 byte");
+	sent_seq = next_seq(sent_seq);
+	pattern[n - 1] = sent_seq;
+	check(oxr_put_quiet(grp, peer, 1, 0, pattern, n), "quiet put");
 }
 
 static void be_recv(int peer, size_t n)
 {
 	oxr_win_note note;
 
+	if (polled) {
+		volatile uint8_t *last = winmem + n - 1;
+
+		got_seq = next_seq(got_seq);
+		while (*last != got_seq)
+			check(oxr_progress(grp), "progress");
+		if (winmem[0] != pattern[0])
+			die("a %zu-byte put landed with other bytes", n);
+		return;
+	}
 	check(oxr_win_wait(win, -1, &note), "window wait");
 	if (note.peer != peer || note.len != n || note.value != (uint32_t)n)
 		die("expected a %zu-byte put from rank %d, got %zu bytes from rank %d", n, peer,
@@ -101,6 +140,12 @@ static void be_stream_recv(int peer, size_t n, int w)
 {
 	int i;
 
+	if (polled) { /* puts land in order: the last one's byte says all are in */
+		for (i = 0; i < w - 1; i++)
+			got_seq = next_seq(got_seq);
+		be_recv(peer, n);
+		return;
+	}
 	for (i = 0; i < w; i++)
 		be_recv(peer, n);
 }

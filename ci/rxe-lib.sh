@@ -302,7 +302,7 @@ rxe_qemu() {
 		-nographic -nodefaults -no-reboot -monitor none \
 		-serial "file:$dir/${p}console.log" \
 		-kernel "$boot_image" -initrd "$initrd" \
-		-append "console=ttyS0 quiet panic=-1${role:+ oxr.role=$role}" \
+		-append "console=ttyS0 quiet panic=-1 tsc=reliable clocksource=tsc${role:+ oxr.role=$role}" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$dir,mount_tag=oxrout,security_model=none" \
 		"$@" </dev/null >"$dir/${p}qemu.log" 2>&1 &

@@ -422,6 +422,46 @@ Test(link, puts_land_in_order_with_notifications)
 	free_pair(&p);
 }
 
+/* oxr_put_quiet on TCP: in the stream like a put, landed by the target's
+ * progress, in order with puts and messages, and no note for it. */
+Test(link, a_quiet_put_lands_in_order_without_a_note)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	oxr_win_note n;
+	oxr_rmsg *m;
+	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
+	int spins = 0;
+
+	make_pair(&p, 2, "little", "network");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	windows(&p, &wa, &wb);
+	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 10, "quiet", 5), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put(p.b, 0, 7, 12, "LOUD", 4, 3), OXR_OK);
+	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4092, "tail", 4), OXR_OK);
+	cr_assert_eq(oxr_send(p.b, 0, &msg), OXR_OK);
+	/* a target that polls its memory drives the engine itself */
+	while (memcmp((char *)wa.base + 4092, "tail", 4) && spins++ < 1000000)
+		cr_assert_eq(oxr_progress(p.a), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(!memcmp((char *)wa.base + 10, "quLOUD", 6), "the later put wrote over the first");
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
+	cr_assert_eq(n.value, 3);
+	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "one note only: the loud put's");
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK);
+	oxr_rmsg_free(m);
+	cr_assert_eq(oxr_win_landed(wa.w), 3);
+	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4093, "tail", 4), OXR_ERR_INVAL, "bounds");
+	cr_assert(strstr(oxr_errmsg(), "do not fit window 7"), "%s", oxr_errmsg());
+	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
+	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
+	cr_assert_eq(oxr_progress(p.b), OXR_ERR_REVOKED);
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(wa.base);
+	free(wb.base);
+	free_pair(&p);
+}
+
 /* Frames a peer builds itself, past the origin's checks: the target refuses. */
 static void forge_put(oxr_group *g, uint32_t id, uint32_t epoch, uint64_t off, size_t len)
 {

@@ -324,12 +324,11 @@ static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
 			l->peer, oxr_errmsg());
 }
 
-oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
-		     size_t len, uint32_t notify)
+/* The target's window a put may go to, or an error that says why not. */
+static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t offset, size_t len,
+			       struct rwin **out)
 {
 	struct rwin *r = peer >= 0 && peer < g->size ? find_rwin(g, peer, id) : NULL;
-	uint32_t v[5] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify };
-	oxr_cmo *body, *bytes;
 
 	if (g->revoked && !g->resetting)
 		return oxr_revoked_err(g, "put");
@@ -343,6 +342,52 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 		return oxr_err(OXR_ERR_INVAL, "put: %zu bytes at offset %llu do not fit window %u "
 			       "of rank %d (%llu bytes)", len, (unsigned long long)offset, id, peer,
 			       (unsigned long long)r->len);
+	*out = r;
+	return OXR_OK;
+}
+
+#ifdef OXR_HAVE_VERBS
+/* An RDMA WRITE into the peer's window, returned once the peer's HCA has it.
+ * An earlier put copied in at the target (one that went in the stream) must
+ * not land over it later: a fence first (see Order). */
+static oxr_status_t rdma_put(oxr_group *g, int peer, const struct rwin *r, uint64_t offset,
+			     const void *src, size_t len)
+{
+	oxr_status_t st = g->links[peer].puts_unfenced ? fence(g, peer) : OXR_OK;
+
+	return st ? st : oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src, len);
+}
+#endif
+
+/* A put frame in the stream: LIST [id, epoch, offset, (notify,) DATUM],
+ * the DATUM over the caller's bytes (they are written from where they are). */
+static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, uint32_t *v,
+			       uint32_t nv, const void *src, size_t len)
+{
+	oxr_cmo *body, *bytes;
+
+	oxr_arena_reset(g->scratch);
+	body = ints(g->scratch, (int)nv, v, 1);
+	bytes = body ? oxr_arena_alloc(g->scratch, sizeof(*bytes)) : NULL;
+	if (!bytes)
+		return oxr_err(OXR_ERR_NOMEM, "put: out of memory");
+	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
+	body->kids[nv] = bytes;
+	/* on verbs a later RDMA put must not overtake this one (see Order) */
+	if (r->rdma && len)
+		g->links[peer].puts_unfenced = 1;
+	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
+}
+
+oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+		     size_t len, uint32_t notify)
+{
+	uint32_t v[5] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify };
+	struct rwin *r = NULL;
+	oxr_status_t st = put_target(g, peer, id, offset, len, &r);
+
+	if (st)
+		return st;
 #ifdef OXR_HAVE_VERBS
 	/* up to OXR_VERBS_PUT_INLINE bytes go in the stream: one write with
 	 * immediate instead of a write and its notification, checked at the
@@ -350,28 +395,38 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 	if (r->rdma && g->links[peer].v && len > g->ctx->vput_inline) {
 		uint32_t n[7] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify,
 				  (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
-		oxr_status_t st = g->links[peer].puts_unfenced ? fence(g, peer) : OXR_OK;
 
-		if (st == OXR_OK)
-			st = oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src, len);
-		if (st)
+		if ((st = rdma_put(g, peer, r, offset, src, len)))
 			return st;
 		oxr_arena_reset(g->scratch);
 		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
 	}
 #endif
-	oxr_arena_reset(g->scratch);
-	body = ints(g->scratch, 5, v, 1);
-	bytes = body ? oxr_arena_alloc(g->scratch, sizeof(*bytes)) : NULL;
-	if (!bytes)
-		return oxr_err(OXR_ERR_NOMEM, "put: out of memory");
-	/* a DATUM over the caller's bytes: they are written from where they are */
-	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
-	body->kids[5] = bytes;
-	/* on verbs a later RDMA put must not overtake this one (see Order) */
-	if (r->rdma && len)
-		g->links[peer].puts_unfenced = 1;
-	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
+	return stream_put(g, peer, r, v, 5, src, len);
+}
+
+oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+			   size_t len)
+{
+	uint32_t v[4] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset };
+	struct rwin *r = NULL;
+	oxr_status_t st = put_target(g, peer, id, offset, len, &r);
+
+	if (st)
+		return st;
+#ifdef OXR_HAVE_VERBS
+	/* no note to carry, so never the stream: the HCA lands every size */
+	if (r->rdma && g->links[peer].v)
+		return rdma_put(g, peer, r, offset, src, len);
+#endif
+	return stream_put(g, peer, r, v, 4, src, len);
+}
+
+oxr_status_t oxr_progress(oxr_group *g)
+{
+	if (g->revoked && !g->resetting)
+		return oxr_revoked_err(g, "progress");
+	return oxr_progress_once(g, 0);
 }
 
 static int note_ready(void *arg)
@@ -440,9 +495,14 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	oxr_win_note n;
 	oxr_win *w;
 	uint64_t off, len;
+	int quiet = 0;
 
 	if (int_fields(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
 		bytes = o->kids[5];
+		len = bytes->len;
+	} else if (int_fields(o, 5, 4, v) && o->kids[4]->tag == OXR_CMO_DATUM) {
+		quiet = 1; /* oxr_put_quiet's: it lands, and no note says so */
+		bytes = o->kids[4];
 		len = bytes->len;
 	} else if (int_fields(o, 7, 7, v)) {
 		/* "landed by RDMA": only a verbs link can say that truthfully */
@@ -465,10 +525,12 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 		{ refuse(g, l, "out of bounds", v[0]); return; }
 	if (bytes && len)
 		memcpy(w->base + off, bytes->data, len);
+	w->landed++;
+	if (quiet)
+		return;
 	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = (size_t)len };
 	if (add_note(w, &n))
-		{ refuse(g, l, "out of memory for the notification", v[0]); return; }
-	w->landed++;
+		refuse(g, l, "out of memory for the notification", v[0]);
 }
 
 static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
