@@ -14,7 +14,7 @@
  *
  * --polled: what ib_write_lat measures, no more.  oxr_put_quiet (no note)
  * with a sequence byte last in the payload, and the target polls that byte
- * in its window, calling oxr_progress in the loop (needed on TCP, a CQ poll
+ * in its window, calling oxr_group_progress in the loop (needed on TCP, a CQ poll
  * on verbs).  The put returns once the target's HCA has the bytes, as
  * ib_write_lat waits for each write's completion.
  */
@@ -115,7 +115,7 @@ static void be_recv(int peer, size_t n)
 
 		got_seq = next_seq(got_seq);
 		while (*last != got_seq)
-			check(oxr_progress(grp), "progress");
+			check(oxr_group_progress(grp), "progress");
 		if (winmem[0] != pattern[0])
 			die("a %zu-byte put landed with other bytes", n);
 		return;

@@ -31,8 +31,9 @@
 
 #define MAXARGS 48
 
-static const char *const all_benches[] = { "latency", "bandwidth", "put",    "barrier", "bcast",
-					   "reduce",  "crystal",   "revoke", "reset" };
+static const char *const all_benches[] = { "latency", "bandwidth", "put",    "put_polled",
+					   "barrier", "bcast",     "reduce", "crystal",
+					   "revoke",  "reset" };
 #define NBENCH (sizeof(all_benches) / sizeof(all_benches[0]))
 
 static struct {
@@ -61,8 +62,8 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: oxr-bench [options]\n"
-		"  --bench LIST      of latency,bandwidth,put,barrier,bcast,reduce,crystal,revoke,\n"
-		"                    reset (default: all)\n"
+		"  --bench LIST      of latency,bandwidth,put,put_polled,barrier,bcast,reduce,\n"
+		"                    crystal,revoke,reset (default: all)\n"
 		"  --ranks LIST      group sizes of the collectives (default 2,4,8,16)\n"
 		"  --sizes LIST      message sizes in bytes of the point-to-point benchmarks and\n"
 		"                    bcast (default 8,64,512,4096,32768,262144,1048576; bcast 8,4096,\n"
@@ -113,6 +114,8 @@ static int want(const char *bench)
 
 	if (!strcmp(bench, "put_bw")) /* bench_put's second table */
 		bench = "put";
+	if (!strcmp(bench, "put_polled_bw"))
+		bench = "put_polled";
 	for (i = 0; i < NBENCH; i++)
 		if (!strcmp(all_benches[i], bench))
 			return opt.want[i];
@@ -384,6 +387,7 @@ static void bench_p2p(void)
 	char *q = opt.quick ? "--quick" : NULL;
 	char *pp[] = { bin("bench_pingpong"), "--sizes", opt.sizes, q, NULL };
 	char *put[] = { bin("bench_put"), "--sizes", opt.sizes, q, NULL };
+	char *polled[] = { bin("bench_put"), "--polled", "--sizes", opt.sizes, q, NULL };
 
 	if (want("latency") || want("bandwidth")) {
 		run_oxr("latency, bandwidth", 2, pp);
@@ -400,6 +404,12 @@ static void bench_p2p(void)
 			run_mpi("put (Open MPI, MPI_Put and a flag)", 2, put);
 		if (perftest_peer())
 			perftest_p2p("ib_write_lat", "ib_write_bw", "put", "put_bw");
+	}
+	/* what ib_write_lat measures: a write, and the target polling its memory */
+	if (want("put_polled")) {
+		run_oxr("put_polled", 2, polled);
+		if (perftest_peer())
+			perftest_p2p("ib_write_lat", "ib_write_bw", "put_polled", "put_polled_bw");
 	}
 }
 

@@ -20,6 +20,8 @@ static const struct {
 	{ "bandwidth", "oxr", { "mpi", "perftest" } },
 	{ "put", "oxr", { "mpi", "perftest" } },
 	{ "put_bw", "oxr", { "mpi", "perftest" } },
+	{ "put_polled", "oxr", { "perftest" } },
+	{ "put_polled_bw", "oxr", { "perftest" } },
 	{ "barrier", "oxr", { "mpi", "oxr-dissemination" } },
 	{ "bcast", "oxr", { "mpi", "rfc100", "rfc102" } },
 	{ "reduce", "oxr", { "mpi", "rfc100", "rfc102" } },

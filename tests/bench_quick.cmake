@@ -5,7 +5,7 @@
 #   cmake -DBENCH=oxr-bench -DOUT=FILE.json -P bench_quick.cmake
 cmake_minimum_required(VERSION 3.19) # string(JSON)
 execute_process(
-  COMMAND ${BENCH} --quick --bench latency,bandwidth,barrier,revoke,reset --ranks 2,3
+  COMMAND ${BENCH} --quick --bench latency,bandwidth,put_polled,barrier,revoke,reset --ranks 2,3
           --sizes 8,4096 --model --timeout 60 --json ${OUT}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
@@ -38,7 +38,7 @@ foreach(i RANGE ${last})
   endif()
   list(APPEND seen ${bench})
 endforeach()
-foreach(b latency bandwidth barrier revoke reset)
+foreach(b latency bandwidth put_polled barrier revoke reset)
   if(NOT b IN_LIST seen)
     message(FATAL_ERROR "no ${b} row in ${OUT}")
   endif()

@@ -442,7 +442,7 @@ Test(link, a_quiet_put_lands_in_order_without_a_note)
 	cr_assert_eq(oxr_send(p.b, 0, &msg), OXR_OK);
 	/* a target that polls its memory drives the engine itself */
 	while (memcmp((char *)wa.base + 4092, "tail", 4) && spins++ < 1000000)
-		cr_assert_eq(oxr_progress(p.a), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	cr_assert(!memcmp((char *)wa.base + 10, "quLOUD", 6), "the later put wrote over the first");
 	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
 	cr_assert_eq(n.value, 3);
@@ -454,7 +454,7 @@ Test(link, a_quiet_put_lands_in_order_without_a_note)
 	cr_assert(strstr(oxr_errmsg(), "do not fit window 7"), "%s", oxr_errmsg());
 	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
 	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
-	cr_assert_eq(oxr_progress(p.b), OXR_ERR_REVOKED);
+	cr_assert_eq(oxr_group_progress(p.b), OXR_ERR_REVOKED);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
 	free(wa.base);

@@ -184,7 +184,7 @@ static void no_overtaking(int quiet)
 		cr_assert_eq(n.value, 2);
 	}
 	while (!__atomic_load_n(&x.done, __ATOMIC_ACQUIRE)) /* the fence needs our reading */
-		cr_assert_eq(oxr_progress(p.a), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	pthread_join(t, NULL);
 	cr_assert_eq(x.st, OXR_OK, "%s", x.err);
 	cr_assert(!memcmp(wa.base, x.big, sizeof(x.big)), "the later put's bytes are there "
@@ -234,7 +234,7 @@ Test(verbs, a_quiet_put_lands_while_the_target_runs_no_oxr_code)
 	}
 	cr_assert_eq(oxr_put_quiet(p.b, 0, 3, wlen - 4, src, 8), OXR_ERR_INVAL, "bounds");
 	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "a quiet put leaves no note");
-	cr_assert_eq(oxr_progress(p.a), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	free(src);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);

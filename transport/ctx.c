@@ -38,11 +38,12 @@ static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *
  * ranks share the node: oxr-run (OXR_RUN_SIZE), Open MPI
  * (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm (SLURM_NTASKS_PER_NODE).
  */
-static long default_spin(void)
+/* Ranks of this job on this node, from the launcher (0: unknown). */
+static long local_ranks(void)
 {
 	static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",
 					    "OXR_RUN_SIZE", NULL };
-	long cores = sysconf(_SC_NPROCESSORS_ONLN), local = 0;
+	long local = 0;
 	int i;
 
 	for (i = 0; vars[i] && local <= 0; i++) {
@@ -50,7 +51,20 @@ static long default_spin(void)
 		if (s)
 			local = strtol(s, NULL, 10);
 	}
+	return local;
+}
+
+/* Oversubscribed (more ranks than cores): a spinning rank only delays the
+ * peer queued behind it, so waits sleep at once.  Known to fit: spinning
+ * never needs to yield.  Unknown: spin, and yield now and then. */
+static long default_spin(long cores, long local)
+{
 	return cores > 0 && local > cores ? 0 : 50;
+}
+
+static int default_yield(long cores, long local)
+{
+	return !(cores > 0 && local > 0 && local <= cores);
 }
 
 /* A word from a fixed list; returns its index. */
@@ -142,7 +156,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
 	static const char *const orders[] = { "network", "little", NULL };
 	oxr_ctx *c = calloc(1, sizeof(*c));
-	long spin, tmo, rq, beat;
+	long spin, tmo, rq, beat, cores = sysconf(_SC_NPROCESSORS_ONLN), local = local_ranks();
 	int tr;
 	oxr_status_t st;
 
@@ -151,7 +165,7 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	if ((st = env_word("OXR_LOG_LEVEL", levels, OXR_LOG_WARN, &c->log_level)) ||
 	    (st = env_word("OXR_TRANSPORT", transports, 0, &tr)) ||
 	    (st = env_word("OXR_ORDER", orders, OXR_ORDER_HOST, &c->order)) ||
-	    (st = env_int("OXR_SPIN_US", 0, 10000000, default_spin(), &spin)) ||
+	    (st = env_int("OXR_SPIN_US", 0, 10000000, default_spin(cores, local), &spin)) ||
 	    (st = env_int("OXR_LINK_TIMEOUT_MS", 1, 86400000, 30000, &tmo)) ||
 	    (st = env_int("OXR_HEARTBEAT_MS", 0, 86400000, 0, &beat)) ||
 	    (st = env_int("OXR_RECV_QUEUE_BYTES", 4096, 1L << 40, 64L << 20, &rq)) ||
@@ -160,6 +174,9 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 		return st;
 	}
 	c->spin_us = (int)spin;
+	c->spin_yield = default_yield(cores, local);
+	if (getenv("OXR_XYIELD")) c->spin_yield = atoi(getenv("OXR_XYIELD"));
+	c->xmask = getenv("OXR_XMASK") ? (unsigned)atoi(getenv("OXR_XMASK")) : 63;
 	c->link_timeout_ms = (int)tmo;
 	c->heartbeat_ms = (int)beat;
 	c->recv_queue_bytes = (size_t)rq;

@@ -457,5 +457,11 @@ void oxr_req_free(oxr_req *r)
 
 oxr_status_t oxr_group_progress(oxr_group *g)
 {
-	return oxr_progress_once(g, 0);
+	oxr_status_t st = oxr_progress_once(g, 0);
+
+	/* a loop that polls memory and calls this learns of a revoke here; the
+	 * links still moved (a reset's balls and frames must get through) */
+	if (st == OXR_OK && g->revoked && !g->resetting)
+		return oxr_revoked_err(g, "progress");
+	return st;
 }

@@ -422,13 +422,6 @@ oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset,
 	return stream_put(g, peer, r, v, 4, src, len);
 }
 
-oxr_status_t oxr_progress(oxr_group *g)
-{
-	if (g->revoked && !g->resetting)
-		return oxr_revoked_err(g, "progress");
-	return oxr_progress_once(g, 0);
-}
-
 static int note_ready(void *arg)
 {
 	oxr_win *w = arg;

@@ -206,13 +206,10 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
  * and the call returns once that HCA has the bytes (remote completion).
  * On TCP it travels in the stream like oxr_put and lands when the target's
  * progress engine reads it, so a target that polls its memory calls
- * oxr_progress in the loop (harmless on verbs).  Ordered with the origin's
+ * oxr_group_progress in the loop (a CQ poll on verbs).  Ordered with the origin's
  * earlier puts to that peer; counted by oxr_win_landed only on TCP. */
 oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
 			   size_t len);
-/* One round of the progress engine, without waiting: lands the puts and
- * reads the messages that have arrived.  OXR_ERR_REVOKED once revoked. */
-oxr_status_t oxr_progress(oxr_group *g);
 /* The next landed put's note (remote completion at the target). */
 oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
 /* Puts landed so far, and puts refused (bad bounds, stale epoch, unknown id). */
@@ -257,7 +254,8 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
  */
 oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms);
 
-/* Moves every link forward without blocking (reads, writes, completions). */
+/* Moves every link forward without blocking (reads, writes, completions,
+ * puts landing); OXR_ERR_REVOKED once the group is revoked. */
 oxr_status_t oxr_group_progress(oxr_group *g);
 
 #ifdef __cplusplus
