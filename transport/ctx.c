@@ -175,8 +175,6 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	}
 	c->spin_us = (int)spin;
 	c->spin_yield = default_yield(cores, local);
-	if (getenv("OXR_XYIELD")) c->spin_yield = atoi(getenv("OXR_XYIELD"));
-	c->xmask = getenv("OXR_XMASK") ? (unsigned)atoi(getenv("OXR_XMASK")) : 63;
 	c->link_timeout_ms = (int)tmo;
 	c->heartbeat_ms = (int)beat;
 	c->recv_queue_bytes = (size_t)rq;

@@ -488,7 +488,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		/* When every link is verbs, the sockets only ever tell a peer's end:
 		 * a spinning poll looks at them one round in 64, not at each (an
 		 * epoll_wait is a system call; the CQ poll is not). */
-		if (timeout_ms == 0 && !g->tcp_links && (++g->spins & g->ctx->xmask))
+		if (timeout_ms == 0 && !g->tcp_links && (++g->spins & 63))
 			return OXR_OK;
 		/* a sleep needs the channel armed, and nothing arriving meanwhile */
 		if (got || (timeout_ms != 0 && oxr_vgroup_arm(g)))
@@ -592,7 +592,8 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 			return st;
 		/* A spinning wait gives its core away now and then: the peer it
 		 * waits for may be queued on this very core (ranks oversubscribed
-		 * on few cores), and spinning would only delay it.  One round in 8
+		 * on few cores), and spinning would only delay it.  Not when the
+		 * launcher says the node's ranks fit its cores (ctx.c).  One round in 8
 		 * over TCP (each round is an epoll_wait already; a yield in every
 		 * one costs a ping-pong about 1 us), one in 64 when every link is
 		 * verbs and a round is a user-space CQ poll. */

@@ -13,7 +13,6 @@ enum oxr_log_level { OXR_LOG_ERROR, OXR_LOG_WARN, OXR_LOG_INFO, OXR_LOG_DEBUG };
 struct oxr_ctx {
 	int log_level;
 	int spin_us;
-	unsigned xmask;
 	int spin_yield;           /* a spinning wait gives its core away now and then */
 	int link_timeout_ms;
 	size_t recv_queue_bytes;
