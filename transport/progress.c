@@ -121,8 +121,10 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	}
 	l->fd = fd;
 	l->v = v;
-	if (!v)
+	if (!v) {
 		g->tcp_links++;
+		oxr_tcp_tune_link(g->ctx, fd);
+	}
 	l->peer = peer;
 	l->mode = mode;
 	l->order = order;
