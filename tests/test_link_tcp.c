@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -341,6 +342,56 @@ Test(link, context_rejects_bad_environment)
 		oxr_ctx_destroy(c);
 	}
 	unsetenv("OXR_TRANSPORT");
+}
+
+/* The congestion control of this process's sockets to or from port:
+ * "a|b" for the two ends of the pair's link. */
+static void link_cc(int port, char *out, size_t n)
+{
+	int fd;
+
+	out[0] = 0;
+	for (fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in me, peer;
+		socklen_t ml = sizeof(me), pl = sizeof(peer), cl = 16;
+		char cc[16] = "";
+		if (getsockname(fd, (struct sockaddr *)&me, &ml) ||
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) ||
+		    (ntohs(me.sin_port) != port && ntohs(peer.sin_port) != port) ||
+		    getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl))
+			continue;
+		snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "|" : "", cc);
+	}
+}
+
+/* Links inside the host get OXR_TCP_LOCAL_CC (reno unless told), the
+ * system's algorithm with "system". */
+Test(link, links_inside_the_host_choose_their_congestion_control)
+{
+	char sys[16] = "", got[64], want[40];
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+	struct pair p;
+	oxr_ctx *c;
+
+	cr_assert(f && fscanf(f, "%15s", sys) == 1);
+	fclose(f);
+	make_pair(&p, 2, "little", "little");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+	link_cc(p.port, got, sizeof(got));
+	cr_assert_str_eq(got, "reno|reno");
+	exchange(&p);
+	free_pair(&p);
+	setenv("OXR_TCP_LOCAL_CC", "system", 1);
+	make_pair(&p, 2, "little", "little");
+	unsetenv("OXR_TCP_LOCAL_CC");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+	link_cc(p.port, got, sizeof(got));
+	snprintf(want, sizeof(want), "%s|%s", sys, sys);
+	cr_assert_str_eq(got, want);
+	free_pair(&p);
+	setenv("OXR_TCP_LOCAL_CC", "a-name-too-long-for-tcp", 1);
+	cr_assert_eq(oxr_ctx_create(&c), OXR_ERR_INVAL);
+	unsetenv("OXR_TCP_LOCAL_CC");
 }
 
 /* Both ranks create window 7 (a: 4 KiB, b: 1 MiB). */

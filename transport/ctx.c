@@ -150,6 +150,21 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 #endif
 }
 
+/* OXR_TCP_LOCAL_CC: an algorithm's name, or "system" (see oxr_tcp_tune_link) */
+static oxr_status_t local_cc(oxr_ctx *c)
+{
+	const char *s = getenv("OXR_TCP_LOCAL_CC");
+
+	if (!s || !*s)
+		s = "reno";
+	if (strlen(s) >= sizeof(c->local_cc))
+		return oxr_err(OXR_ERR_INVAL, "OXR_TCP_LOCAL_CC=%s: not a congestion control's name",
+			       s);
+	if (strcasecmp(s, "system"))
+		strcpy(c->local_cc, s);
+	return OXR_OK;
+}
+
 oxr_status_t oxr_ctx_create(oxr_ctx **out)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
@@ -178,6 +193,10 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	c->link_timeout_ms = (int)tmo;
 	c->heartbeat_ms = (int)beat;
 	c->recv_queue_bytes = (size_t)rq;
+	if ((st = local_cc(c))) {
+		free(c);
+		return st;
+	}
 	c->transport = "tcp";
 	if ((st = choose_transport(c, tr))) {
 		free(c);

@@ -121,8 +121,10 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	}
 	l->fd = fd;
 	l->v = v;
-	if (!v)
+	if (!v) {
 		g->tcp_links++;
+		oxr_tcp_tune_link(g->ctx, fd);
+	}
 	l->peer = peer;
 	l->mode = mode;
 	l->order = order;
@@ -499,14 +501,16 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * the message is there, that read is the round's only system call
 	 * (epoll_wait then recv would be two), and when it is not, the read
 	 * costs what epoll_wait would.  Larger groups need epoll to find the
-	 * link that has something. */
+	 * link that has something.  A link with bytes still to write found its
+	 * socket full: a read and a write every round would take the socket's
+	 * lock twice while the peer's ACKs wait behind it, and each write would
+	 * add what little room came back; epoll_wait takes no lock and says
+	 * writable when a third of the buffer is free. */
 	if (timeout_ms == 0 && !g->vg && g->size == 2 && g->tcp_links == 1) {
 		struct link *l = &g->links[1 - g->rank];
-		if (l->state == LINK_OPEN) {
+		if (l->state == LINK_OPEN && !l->sq_head) {
 			if (l->events & EPOLLIN)
 				oxr_link_read(g, l);
-			if (l->sq_head)
-				oxr_link_write(g, l);
 			return OXR_OK;
 		}
 	}

@@ -29,6 +29,7 @@ struct oxr_ctx {
 	int verbs_required;      /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
+	char local_cc[16];       /* OXR_TCP_LOCAL_CC: congestion control of same-host links ("": the system's) */
 };
 
 /* The epoll keys of the group's completion channel and of the device's
@@ -147,6 +148,7 @@ struct oxr_req {
 oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound);
 oxr_status_t oxr_tcp_accept(int lfd, int timeout_ms, int *fd, char *addr, size_t alen);
 oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd);
+void oxr_tcp_tune_link(const oxr_ctx *c, int fd);
 /* Runs the byte-order exchange and, for OXR_LINK_AUTH, the token proof.
  * Acceptor: *peer is in/out (in: the rank it expects, -1 any higher than
  * mine not yet linked; out: the rank proved).  Fails with the reason. */

@@ -52,6 +52,9 @@
  *                       naming it): finds a stopped or hung rank whose links
  *                       never break.  H must exceed the longest stretch a
  *                       rank computes outside oxr calls.
+ *   OXR_TCP_LOCAL_CC    the TCP congestion control of links whose two ends
+ *                       are this host (default reno: no pacing; "system"
+ *                       keeps the system's); links to other hosts keep it
  *   OXR_RECV_QUEUE_BYTES  bytes of received, not yet taken messages a link
  *                       buffers before it stops reading (TCP then pushes back
  *                       on the sender; default 64 MiB)
