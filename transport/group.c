@@ -61,6 +61,7 @@ void oxr_group_destroy(oxr_group *g)
 	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
 	free(g->links);
+	free(g->spare_op);
 	free(g);
 }
 
@@ -254,7 +255,12 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	else if (st)
 		oxr_err_keep(g->links[peer].errmsg);
 	free(op->mem);
-	free(op);
+	/* kept for the next send: a blocking send's op never outlives it, and
+	 * a small message's path is short enough for a calloc to show */
+	if (g->spare_op)
+		free(op);
+	else
+		g->spare_op = op;
 	return st;
 }
 

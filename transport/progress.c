@@ -628,9 +628,12 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	if (l->state != LINK_OPEN)
 		return oxr_err(OXR_ERR_INVAL, "send: no link from rank %d to rank %d is open",
 			       g->rank, peer);
-	op = calloc(1, sizeof(*op));
-	if (!op)
+	if ((op = g->spare_op)) { /* the one oxr_send kept */
+		g->spare_op = NULL;
+		memset(op, 0, sizeof(*op));
+	} else if (!(op = calloc(1, sizeof(*op)))) {
 		return oxr_err(OXR_ERR_NOMEM, "send: out of memory");
+	}
 	framed = *m;
 	framed.serial = g->serial++;
 	st = oxr_ox_encode_iov(&framed, l->order, BIG_PAYLOAD, &op->mem, &op->iov, &op->niov,
