@@ -119,7 +119,17 @@ static struct block *block_alloc(size_t n)
  * this pool whole, chunk and all, instead of to libc.  A message then costs
  * no malloc and no free (each is a few hundred instructions, a large share
  * of a small message's path). */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_ARENAS 0 /* ASan must see a freed message's memory as freed */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ARENAS 0
+#endif
+#endif
+#ifndef POOL_ARENAS
 #define POOL_ARENAS 64
+#endif
+static const unsigned pool_cap = POOL_ARENAS;
 static oxr_arena *pool;
 static unsigned npool;
 
@@ -157,7 +167,7 @@ static int pool_put(oxr_arena *a)
 	a->end = (char *)b->data + b->size;
 	a->bytes = b->size;
 	pthread_mutex_lock(&cache_mu);
-	if (npool < POOL_ARENAS) {
+	if (npool < pool_cap) {
 		a->pooled = pool;
 		pool = a;
 		npool++;
