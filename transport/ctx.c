@@ -30,15 +30,9 @@ static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *
 	return OXR_OK;
 }
 
-/*
- * OXR_SPIN_US's default: 50 us, unless this node runs more ranks than it
- * has cores, where a spinning wait only keeps the rank it waits for off
- * the core (the crystal router at 16 ranks on 2 cores: 1.7-2.1x faster
- * than MPI_Alltoallv with 50, 2.1-2.4x with 0).  The launcher says how many
- * ranks share the node: oxr-run (OXR_RUN_SIZE), Open MPI
- * (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm (SLURM_NTASKS_PER_NODE).
- */
-/* Ranks of this job on this node, from the launcher (0: unknown). */
+/* Ranks of this job on this node, from the launcher (0: unknown): oxr-run
+ * (OXR_RUN_SIZE), Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm
+ * (SLURM_NTASKS_PER_NODE). */
 static long local_ranks(void)
 {
 	static const char *const vars[] = { "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE",
@@ -54,9 +48,11 @@ static long local_ranks(void)
 	return local;
 }
 
-/* Oversubscribed (more ranks than cores): a spinning rank only delays the
- * peer queued behind it, so waits sleep at once.  Known to fit: spinning
- * never needs to yield.  Unknown: spin, and yield now and then. */
+/* OXR_SPIN_US's default.  Oversubscribed (more ranks than cores): a
+ * spinning rank only delays the peer queued behind it, so waits sleep at
+ * once (the crystal router at 16 ranks on 2 cores: 1.7-2.1x faster than
+ * MPI_Alltoallv with 50 us, 2.1-2.4x with 0).  Known to fit: spinning never
+ * needs to yield.  Unknown: spin, and yield now and then. */
 static long default_spin(long cores, long local)
 {
 	return cores > 0 && local > cores ? 0 : 50;

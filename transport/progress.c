@@ -472,11 +472,12 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 {
 	struct epoll_event ev[32];
 	int n, i;
+	unsigned round = timeout_ms == 0 ? ++g->spins : 0;
 
 	/* a spinning round looks at the clock one time in 16: under a
 	 * hypervisor whose clock is not the TSC (qemu's HPET) each read is a
 	 * system call of about 1 us, more than the rest of the round */
-	if (timeout_ms != 0 || !(++g->clock_rounds & 15))
+	if (!(round & 15))
 		heartbeat(g);
 	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
 		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
@@ -490,7 +491,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		/* When every link is verbs, the sockets only ever tell a peer's end:
 		 * a spinning poll looks at them one round in 64, not at each (an
 		 * epoll_wait is a system call; the CQ poll is not). */
-		if (timeout_ms == 0 && !g->tcp_links && (++g->spins & 63))
+		if (timeout_ms == 0 && !g->tcp_links && (round & 63))
 			return OXR_OK;
 		/* a sleep needs the channel armed, and nothing arriving meanwhile */
 		if (got || (timeout_ms != 0 && oxr_vgroup_arm(g)))

@@ -116,9 +116,8 @@ struct oxr_group {
 	uint64_t puts_refused;
 	struct vgroup *vg;      /* verbs: the CQ of every verbs link */
 	int tcp_links;          /* open links whose stream is a socket */
-	unsigned spins;         /* spinning rounds, to look at sockets now and then */
+	unsigned spins;         /* spinning rounds, to read sockets and the clock now and then */
 	struct sendop *spare_op; /* oxr_send's op, kept for the next one */
-	unsigned clock_rounds;  /* progress rounds, to read the clock now and then */
 	unsigned quiet_sends;   /* blocking sends done, to read the links now and then */
 	uint64_t tcp_moved;     /* bytes read and written on sockets: a wait spins while they move */
 	/* revoke and reset (revoke.c) */

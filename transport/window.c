@@ -361,7 +361,7 @@ static oxr_status_t rdma_put(oxr_group *g, int peer, const struct rwin *r, uint6
 
 /* A put frame in the stream: LIST [id, epoch, offset, (notify,) DATUM],
  * the DATUM over the caller's bytes (they are written from where they are). */
-static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, uint32_t *v,
+static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, const uint32_t *v,
 			       uint32_t nv, const void *src, size_t len)
 {
 	oxr_cmo *body, *bytes;
