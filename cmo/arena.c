@@ -10,6 +10,7 @@
  * half its time faulting in pages that glibc trimmed a moment before.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "oxr/cmo.h"
@@ -132,17 +133,29 @@ static struct block *block_alloc(size_t n)
 static const unsigned pool_cap = POOL_ARENAS;
 static oxr_arena *pool;
 static unsigned npool;
+/* A spin lock, not cache_mu: it guards two stores, and a mutex's lock and
+ * unlock twice a message cost as much as the pool saves over malloc. */
+static char pool_busy;
+
+static void pool_lock(void)
+{
+	while (__atomic_test_and_set(&pool_busy, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&pool_busy, __ATOMIC_RELAXED))
+			sched_yield(); /* the holder may be off its core: never spin long */
+}
+
+static void pool_unlock(void) { __atomic_clear(&pool_busy, __ATOMIC_RELEASE); }
 
 oxr_status_t oxr_arena_create(oxr_arena **out)
 {
 	oxr_arena *a;
 
-	pthread_mutex_lock(&cache_mu);
+	pool_lock();
 	if ((a = pool)) {
 		pool = a->pooled;
 		npool--;
 	}
-	pthread_mutex_unlock(&cache_mu);
+	pool_unlock();
 	if (a) {
 		a->pooled = NULL;
 		*out = a;
@@ -166,14 +179,14 @@ static int pool_put(oxr_arena *a)
 	a->cur = (char *)b->data;
 	a->end = (char *)b->data + b->size;
 	a->bytes = b->size;
-	pthread_mutex_lock(&cache_mu);
+	pool_lock();
 	if (npool < pool_cap) {
 		a->pooled = pool;
 		pool = a;
 		npool++;
 		b = NULL;
 	}
-	pthread_mutex_unlock(&cache_mu);
+	pool_unlock();
 	return !b;
 }
 

@@ -567,6 +567,67 @@ static oxr_status_t step_ox(struct oxr_decoder *d)
 	}
 }
 
+/*
+ * Most messages are small and come whole: an OX_DATA frame whose CMO is a
+ * leaf of one int32 or one byte payload (CMO_INT32, CMO_STRING, CMO_DATUM,
+ * by the spec table, not by name).  Such a frame, all in the piece, is
+ * decoded here in one go; the walk's six steps for it cost more than the
+ * rest of a message's trip through oxr.  1: done.  0: anything else (not
+ * whole, not such a frame, over a limit, out of memory), left untouched
+ * for the walk, which decodes it or says what is wrong with it.
+ */
+static int leaf_frame(struct oxr_decoder *d)
+{
+	const uint8_t *p = d->in;
+	size_t avail = (size_t)(d->end - d->in), hdr = d->has_serial ? 12 : 8, n = 0, need;
+	const struct cmo_spec *s;
+	uint8_t kind;
+	oxr_cmo *o;
+
+	if (avail < hdr + 4 || (int32_t)oxr_load32(p, d->order) != OXR_OX_DATA ||
+	    d->lim.max_objects < 1)
+		return 0;
+	s = oxr_cmo_spec((int32_t)oxr_load32(p + hdr - 4, d->order));
+	if (!s || s->ops[1].kind != OP_END ||
+	    ((kind = s->ops[0].kind) != OP_I32 && kind != OP_BYTES))
+		return 0;
+	if (kind == OP_BYTES) {
+		int32_t len = (int32_t)oxr_load32(p + hdr, d->order);
+		if (len < 0 || (uint64_t)len > d->lim.max_object_bytes || len > SMALL_PAYLOAD)
+			return 0;
+		n = (size_t)len;
+	}
+	need = hdr + 4 + n;
+	if (avail < need || (kind == OP_BYTES && need > d->lim.max_total_bytes) ||
+	    !(o = oxr_arena_alloc(d->arena, sizeof(*o))))
+		return 0;
+	memset(o, 0, sizeof(*o));
+	o->tag = s->tag;
+	o->order = (uint8_t)d->order;
+	if (kind == OP_I32) {
+		o->v.i32 = (int32_t)oxr_load32(p + hdr, d->order);
+	} else if (n) {
+		uint8_t *b = (d->flags & OXR_FEED_BORROW) ? NULL : oxr_arena_alloc(d->arena, n);
+		if (!(d->flags & OXR_FEED_BORROW) && !b)
+			return 0;
+		if (b)
+			memcpy(b, p + hdr + 4, n);
+		o->data = b ? b : p + hdr + 4;
+		o->len = n;
+	}
+	d->msg.tag = OXR_OX_DATA;
+	if (d->has_serial)
+		d->msg.serial = (int32_t)oxr_load32(p + 4, d->order);
+	d->nobjs = 1;
+	d->in += need;
+	d->off = need;
+	d->ox_state = OX_BODY;
+	d->started = 1;
+	d->result = o;
+	d->done = 1;
+	return 1;
+}
+
 /* ---- API ------------------------------------------------------------ */
 
 static void clear_object(struct oxr_decoder *d)
@@ -675,6 +736,8 @@ oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 	d->in = piece;
 	d->end = d->in + len;
 	d->flags = flags;
+	if (d->what == OXR_DECODE_OX && d->ox_state == OX_TAG && !d->acc_len)
+		(void)leaf_frame(d); /* done, or left to the walk */
 	while (!d->done) {
 		if (d->what == OXR_DECODE_OX && !d->started)
 			st = step_ox(d);

@@ -25,13 +25,15 @@ static oxr_status_t room(struct oxr_sink *s, size_t n)
 		return OXR_OK;
 	}
 	s->total += n;
+	if (s->cap - s->len < n && s->probe)
+		return OXR_ERR_SPACE;
 	if (s->cap - s->len < n)
 		return oxr_err(OXR_ERR_SPACE, "encode: output buffer of %zu bytes is too small",
 			       s->cap);
 	return OXR_OK;
 }
 
-oxr_status_t oxr_sink_put32(struct oxr_sink *s, uint32_t v)
+oxr_status_t oxr_sink_put32_slow(struct oxr_sink *s, uint32_t v)
 {
 	oxr_status_t st = room(s, 4);
 

@@ -6,6 +6,7 @@
 #include "oxr/ox.h"
 #include "oxr_internal.h"
 #include "cmo_encode.h"
+#include "cmo_spec.h"
 
 struct name { int32_t code; const char *name; };
 
@@ -123,15 +124,70 @@ oxr_status_t oxr_ox_encode_alloc(const oxr_ox_msg *m, int has_serial, int order,
 	return OXR_OK;
 }
 
-oxr_status_t oxr_ox_encode_iov(const oxr_ox_msg *m, int order, size_t big, void **mem,
+/*
+ * The commonest small frame, OX_DATA of a leaf (one int32 or one byte
+ * payload, as the spec table says: CMO_INT32, CMO_STRING, CMO_DATUM),
+ * written straight: the walk's steps cost a small message more than its
+ * trip through the rest of oxr.  The bytes are the walk's.  0: m is
+ * anything else or does not fit cap, and the walk does it.
+ */
+static size_t put_leaf(const oxr_ox_msg *m, int order, uint8_t *buf, size_t cap)
+{
+	const oxr_cmo *o = m->cmo;
+	const struct cmo_spec *sp;
+	size_t n;
+
+	if (m->tag != OXR_OX_DATA || !o || !(sp = oxr_cmo_spec(o->tag)) ||
+	    sp->ops[1].kind != OP_END)
+		return 0;
+	if (sp->ops[0].kind == OP_I32)
+		n = 16;
+	else if (sp->ops[0].kind == OP_BYTES && o->len <= cap && (o->data || !o->len))
+		n = 16 + o->len;
+	else
+		return 0;
+	if (n > cap)
+		return 0;
+	oxr_store32(buf, (uint32_t)m->tag, order);
+	oxr_store32(buf + 4, (uint32_t)m->serial, order);
+	oxr_store32(buf + 8, (uint32_t)o->tag, order);
+	if (sp->ops[0].kind == OP_I32) {
+		oxr_store32(buf + 12, (uint32_t)o->v.i32, order);
+	} else {
+		oxr_store32(buf + 12, (uint32_t)o->len, order);
+		if (o->len)
+			memcpy(buf + 16, o->data, o->len);
+	}
+	return n;
+}
+
+oxr_status_t oxr_ox_encode_iov(const oxr_ox_msg *m, int order, size_t big, void *small,
+			       size_t small_cap, struct iovec *one, void **mem,
 			       struct iovec **iov, int *niov, size_t *total)
 {
-	struct oxr_sink s = { .order = order ? 1 : 0, .big = big };
-	oxr_status_t st = put_msg(&s, m, 1);
+	struct oxr_sink s = { .buf = small, .cap = small_cap, .order = order ? 1 : 0,
+			      .probe = 1 };
+	oxr_status_t st = OXR_ERR_SPACE;
 	size_t scratch, iov_at;
 	uint8_t *p;
 
-	if (st)
+	if (small && (s.len = put_leaf(m, s.order, small, small_cap)))
+		st = OXR_OK;
+	else if (small)
+		st = put_msg(&s, m, 1);
+	if (st == OXR_OK) {
+		one->iov_base = small;
+		one->iov_len = s.len;
+		*mem = NULL;
+		*iov = one;
+		*niov = 1;
+		*total = s.len;
+		return OXR_OK;
+	}
+	if (st != OXR_ERR_SPACE)
+		return st;
+	s = (struct oxr_sink){ .order = order ? 1 : 0, .big = big };
+	if ((st = put_msg(&s, m, 1)))
 		return st;
 	scratch = s.len;
 	s.maxiov = s.niov + 1;

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "oxr/ox.h"
+#include "cmo_encode.h"
 #include "test_util.h"
 
 static oxr_arena *A;
@@ -135,4 +136,138 @@ Test(frame, encoder_rejects_inconsistent_objects)
 	cr_assert_eq(oxr_cmo_size(t, &n), OXR_ERR_INVAL, "TREE name must be a STRING");
 	p->kids[0] = p->kids[1] = p->kids[2] = oxr_cmo_new_int32(A, 1);
 	cr_assert_eq(oxr_cmo_size(p, &n), OXR_ERR_INVAL, "pairs need an even number of kids");
+}
+
+/* Feeds b whole (one piece: small leaf frames take the decoder's one-go
+ * path) or a byte at a time (always the step-by-step walk). */
+static oxr_status_t feed_as(const uint8_t *b, size_t n, int order, int serial,
+			    const oxr_cmo_limits *lim, unsigned flags, int bytewise,
+			    oxr_decoder **out, size_t *used)
+{
+	oxr_status_t st = OXR_AGAIN;
+	size_t u, at = 0;
+
+	cr_assert_eq(oxr_decoder_create(out, OXR_DECODE_OX, order, lim, A), OXR_OK);
+	oxr_decoder_set_serial(*out, serial);
+	if (!bytewise) {
+		st = oxr_decoder_feed(*out, b, n, flags, &u);
+		*used = u;
+		return st;
+	}
+	while (st == OXR_AGAIN && at < n) {
+		st = oxr_decoder_feed(*out, b + at, 1, flags, &u);
+		at += u;
+	}
+	*used = at;
+	return st;
+}
+
+Test(frame, a_whole_small_frame_decodes_as_the_walk_does)
+{
+	static const struct {
+		const char *hex;
+		int order, serial;
+		oxr_status_t want;
+	} cases[] = {
+		{ "00000202 00000007 00000002 80000001 00000202", 0, 1, OXR_OK },     /* INT32 */
+		{ "02020000 07000000 04000000 02000000 6869 0202", 1, 1, OXR_OK },    /* STRING */
+		{ "00000202 00000004 00000004 00000000", 0, 1, OXR_OK },              /* "" */
+		{ "00000202 00000009 00000003 00000008 0102030405060708 00", 0, 1, OXR_OK },   /* DATUM */
+		{ "00000202 00000002 fffffffe", 0, 0, OXR_OK },                       /* no serial */
+		{ "00000202 00000001 00000004 ffffffff 00", 0, 1, OXR_ERR_PROTO },   /* length < 0 */
+		{ "00000202 00000001 00000004 00000005 6869", 0, 1, OXR_AGAIN },     /* short */
+		{ "00000202 00000001 0000dead 00000000", 0, 1, OXR_ERR_PROTO },      /* unknown CMO */
+		{ "00000202 00000001 00000014 00000001 00000002 00000005", 0, 1, OXR_OK }, /* a list */
+	};
+	oxr_cmo_limits lims[4];
+	size_t c, k;
+
+	for (k = 0; k < 4; k++)
+		oxr_cmo_limits_default(&lims[k]);
+	lims[1].max_object_bytes = 1; /* "hi" and the datum are over it */
+	lims[2].max_objects = 0;
+	lims[3].max_total_bytes = 17;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (k = 0; k < 4; k++) {
+			uint8_t b[64];
+			size_t n = unhex(cases[c].hex, b), u1, u2;
+			unsigned fl;
+			for (fl = 0; fl <= OXR_FEED_BORROW; fl += OXR_FEED_BORROW) {
+				oxr_decoder *d1, *d2;
+				oxr_status_t s1 = feed_as(b, n, cases[c].order, cases[c].serial, &lims[k],
+							  fl, 0, &d1, &u1);
+				oxr_status_t s2 = feed_as(b, n, cases[c].order, cases[c].serial, &lims[k],
+							  fl, 1, &d2, &u2);
+				const oxr_ox_msg *m1 = oxr_decoder_msg(d1), *m2 = oxr_decoder_msg(d2);
+				cr_assert_eq(s1, s2, "case %zu, limits %zu: %d whole, %d byte by byte", c,
+					     k, s1, s2);
+				if (k == 0)
+					cr_assert_eq(s1, cases[c].want, "case %zu: %d", c, s1);
+				if (s1 == OXR_OK) {
+					cr_assert_eq(u1, u2, "case %zu: %zu bytes taken, not %zu", c, u1, u2);
+					cr_assert_eq(m1->tag, m2->tag);
+					cr_assert_eq(m1->serial, m2->serial);
+					cr_assert_eq(m1->cmo->tag, m2->cmo->tag);
+					cr_assert_eq(m1->cmo->order, m2->cmo->order);
+					cr_assert_eq(m1->cmo->nkids, m2->cmo->nkids);
+					cr_assert_eq(m1->cmo->v.i32, m2->cmo->v.i32, "case %zu", c);
+					cr_assert_eq(m1->cmo->len, m2->cmo->len, "case %zu", c);
+					cr_assert(!m1->cmo->len ||
+						  !memcmp(m1->cmo->data, m2->cmo->data, m1->cmo->len));
+					cr_assert_eq(oxr_decoder_offset(d1), oxr_decoder_offset(d2));
+				}
+				oxr_decoder_destroy(d1);
+				oxr_decoder_destroy(d2);
+			}
+		}
+}
+
+/* The gather list oxr sends a frame as (one pass into a small buffer, the
+ * leaf path, or two walks and a malloc) holds exactly the flat encoding. */
+Test(frame, a_gather_list_holds_the_flat_encoding)
+{
+	static uint8_t blob[200000];
+	oxr_cmo *list = oxr_cmo_new_list(A, 2);
+	oxr_cmo *objs[] = {
+		oxr_cmo_new_int32(A, -7), oxr_cmo_new_string(A, "hi"), oxr_cmo_new_string(A, ""),
+		oxr_cmo_new_bytes(A, OXR_CMO_DATUM, blob, 100),
+		oxr_cmo_new_bytes(A, OXR_CMO_DATUM, blob, 120),
+		oxr_cmo_new_bytes(A, OXR_CMO_DATUM, blob, sizeof(blob)), list, oxr_cmo_null(),
+		oxr_cmo_new_double(A, OXR_CMO_64BIT_MACHINE_DOUBLE, 2.5),
+	};
+	size_t i, k, caps[] = { 0, 16, 128 };
+	int order;
+
+	for (i = 0; i < sizeof(blob); i++)
+		blob[i] = (uint8_t)(i * 7);
+	list->kids[0] = oxr_cmo_new_int32(A, 1);
+	list->kids[1] = oxr_cmo_new_string(A, "two");
+	for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
+		for (order = 0; order < 2; order++)
+			for (k = 0; k < 3; k++) {
+				oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 0x1234, .cmo = objs[i] };
+				uint8_t small[128], *flat = malloc(sizeof(blob) + 64);
+				struct iovec one, *iov;
+				void *mem;
+				int niov, j;
+				size_t n, total, at = 0;
+				cr_assert_not_null(objs[i]);
+				cr_assert_eq(oxr_ox_encode(&m, 1, order, flat, sizeof(blob) + 64, &n), OXR_OK);
+				cr_assert_eq(oxr_ox_encode_iov(&m, order, 16384, caps[k] ? small : NULL,
+							       caps[k], &one, &mem, &iov, &niov, &total),
+					     OXR_OK, "%s", oxr_errmsg());
+				cr_assert_eq(total, n, "object %zu, cap %zu: %zu bytes, not %zu", i,
+					     caps[k], total, n);
+				for (j = 0; j < niov; j++) {
+					cr_assert(at + iov[j].iov_len <= n);
+					cr_assert(!memcmp(flat + at, iov[j].iov_base, iov[j].iov_len),
+						  "object %zu, order %d, cap %zu: iovec %d differs", i, order,
+						  caps[k], j);
+					at += iov[j].iov_len;
+				}
+				cr_assert_eq(at, n);
+				cr_assert_eq(mem == NULL, iov == &one, "the small buffer or a malloc");
+				free(mem);
+				free(flat);
+			}
 }

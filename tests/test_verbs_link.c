@@ -622,6 +622,34 @@ Test(verbs, small_rendezvous_pieces_bounce_through_the_ring)
 	tiny_ring_duplex("300", 1000, 40000, 3000);
 }
 
+/* Small messages go unsignaled, without a completion of their own; a rank
+ * that sends a few and ends its group at once waits for a flush behind them
+ * before its QP goes.  The peer gets every one, in order, then the end. */
+Test(verbs, small_messages_sent_just_before_the_end_all_arrive)
+{
+	struct pair p;
+	oxr_arena *ar;
+	oxr_rmsg *m = NULL;
+	int i;
+
+	verbs_pair(&p);
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	for (i = 0; i < 5; i++) {
+		oxr_ox_msg out = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_int32(ar, i) };
+		cr_assert_eq(oxr_send(p.b, 0, &out), OXR_OK, "%s", oxr_errmsg());
+	}
+	oxr_group_destroy(p.b);
+	p.b = NULL;
+	for (i = 0; i < 5; i++) {
+		cr_assert_eq(oxr_recv(p.a, 1, 10000, &m), OXR_OK, "message %d: %s", i, oxr_errmsg());
+		cr_assert_eq(m->msg.cmo->v.i32, i, "message %d out of order", i);
+		oxr_rmsg_free(m);
+	}
+	cr_assert_neq(oxr_recv(p.a, 1, 10000, &m), OXR_OK, "after them, the end");
+	oxr_arena_destroy(ar);
+	free_pair(&p);
+}
+
 /* auto on one side, tcp on the other: the link works over tcp; verbs on one
  * side and tcp on the other: a clear error, not a hang. */
 Test(verbs, a_peer_without_verbs_gets_tcp_or_a_clear_error)

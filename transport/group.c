@@ -214,10 +214,8 @@ oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)
 
 void oxr_rmsg_free(oxr_rmsg *m)
 {
-	if (!m)
-		return;
-	oxr_arena_destroy(m->arena);
-	free(m);
+	if (m) /* m itself is in its arena (progress.c, enqueue_msg) */
+		oxr_arena_destroy(m->arena);
 }
 
 static int send_done(void *arg)
@@ -237,7 +235,7 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	/* a revoke meanwhile drops the send, or, begun, lets it finish: it
 	 * completes either way, with OXR_ERR_REVOKED */
 	g->hold_revoke++;
-	st = oxr_progress_until(g, send_done, op, -1);
+	st = op->done ? OXR_OK : oxr_progress_until(g, send_done, op, -1); /* most left at once */
 	g->hold_revoke--;
 	/* most sends complete at once, without a wait that reads the links: a
 	 * rank that only sends looks at them now and then, or it would never

@@ -18,6 +18,7 @@
  * writing before they return, non-blocking ones by their requests).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -224,8 +225,7 @@ void oxr_link_close(oxr_group *g, struct link *l)
 		oxr_link_fail(g, l, OXR_ERR_CLOSED, "link to rank %d closed", l->peer);
 	for (q = l->rq_head; q; q = qn) {
 		qn = q->next;
-		oxr_rmsg_free(q->m);
-		free(q);
+		oxr_rmsg_free(q->m); /* q is in the message's arena */
 	}
 	oxr_decoder_destroy(l->dec);
 	oxr_arena_destroy(l->arena);
@@ -254,11 +254,15 @@ void oxr_link_update_events(oxr_group *g, struct link *l)
 	}
 }
 
-/* A finished message goes to the link's queue; the decoder gets a new arena. */
+/* A finished message goes to the link's queue; the decoder gets a new arena.
+ * The message and its queue entry live in the message's own arena: one
+ * oxr_arena_destroy frees all three, and a small message costs no malloc. */
 static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 {
-	struct recvq *q;
-	oxr_rmsg *m;
+	struct queued {
+		oxr_rmsg m;
+		struct recvq q;
+	} *e;
 	oxr_arena *next = NULL;
 	int ball = oxr_decoder_msg(l->dec)->tag == OXR_OX_SYNC_BALL;
 
@@ -270,29 +274,23 @@ static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 	}
 	if (ball)
 		l->ball_queued = 1;
-	q = malloc(sizeof(*q));
-	m = malloc(sizeof(*m));
-	if (!q || !m || oxr_arena_create(&next)) {
-		free(q);
-		free(m);
+	if (!(e = oxr_arena_alloc(l->arena, sizeof(*e))) || oxr_arena_create(&next))
 		return OXR_ERR_NOMEM;
-	}
-	m->msg = *oxr_decoder_msg(l->dec);
-	m->peer = l->peer;
-	m->arena = l->arena;
-	q->m = m;
+	e->m.msg = *oxr_decoder_msg(l->dec);
+	e->m.peer = l->peer;
+	e->m.arena = l->arena;
+	e->q.m = &e->m;
 	/* what the message really holds, so the queue bound is a memory bound */
-	q->bytes = oxr_arena_bytes(l->arena) + sizeof(*m) + sizeof(*q);
-	q->next = NULL;
+	e->q.bytes = oxr_arena_bytes(l->arena);
+	e->q.next = NULL;
 	if (l->rq_tail)
-		l->rq_tail->next = q;
+		l->rq_tail->next = &e->q;
 	else
-		l->rq_head = q;
-	l->rq_tail = q;
-	l->rq_bytes += q->bytes;
+		l->rq_head = &e->q;
+	l->rq_tail = &e->q;
+	l->rq_bytes += e->q.bytes;
 	l->arena = next;
 	oxr_decoder_set_arena(l->dec, next);
-	(void)g;
 	return OXR_OK;
 }
 
@@ -301,7 +299,9 @@ void oxr_link_read(oxr_group *g, struct link *l)
 	/* A socket read that came back short emptied the socket: the next one
 	 * would only say EAGAIN, a system call a small message pays for nothing
 	 * (several us under a syscall-trapping sandbox).  The epoll set is
-	 * level-triggered, so whatever arrives later is reported anyway. */
+	 * level-triggered, so whatever arrives later is reported anyway.  A
+	 * verbs ring without an arrived slot is as empty, and its completion
+	 * calls here again. */
 	int drained = 0, big = 0;
 
 	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
@@ -322,7 +322,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			k = direct ? stream_recv(g, l, dst, room, 1) : stream_recv(g, l, l->rbuf, RBUF, 0);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
-			drained = !direct && !l->v && k > 0 && (size_t)k < RBUF;
+			drained = l->v ? !oxr_vlink_buffered(l->v) /* the ring is empty */
+				       : !direct && k > 0 && (size_t)k < RBUF;
 			if (k <= 0) {
 				uint64_t at = oxr_decoder_pending(l->dec);
 				if (k == 0 && at == 0) {
@@ -631,14 +632,14 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 			       g->rank, peer);
 	if ((op = g->spare_op)) { /* the one oxr_send kept */
 		g->spare_op = NULL;
-		memset(op, 0, sizeof(*op));
+		memset(op, 0, offsetof(struct sendop, one)); /* small is written over */
 	} else if (!(op = calloc(1, sizeof(*op)))) {
 		return oxr_err(OXR_ERR_NOMEM, "send: out of memory");
 	}
 	framed = *m;
 	framed.serial = g->serial++;
-	st = oxr_ox_encode_iov(&framed, l->order, BIG_PAYLOAD, &op->mem, &op->iov, &op->niov,
-			       &op->left);
+	st = oxr_ox_encode_iov(&framed, l->order, BIG_PAYLOAD, op->small, sizeof(op->small),
+			       &op->one, &op->mem, &op->iov, &op->niov, &op->left);
 	if (st) {
 		free(op);
 		return st;
@@ -698,8 +699,7 @@ oxr_rmsg *oxr_link_take(struct link *l)
 		l->rq_tail = NULL;
 	l->rq_bytes -= q->bytes;
 	m = q->m;
-	free(q);
-	return m;
+	return m; /* q goes with m's arena */
 }
 
 void oxr_link_revoke_queues(oxr_group *g, struct link *l)

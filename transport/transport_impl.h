@@ -54,6 +54,8 @@ struct sendop {
 	int started;    /* some bytes are written: it must be finished, not dropped */
 	int revoked;    /* the group was revoked meanwhile: it completes with that */
 	int internal;   /* the library's own (a ball of a reset, a revoke): never dropped */
+	struct iovec one;   /* a small frame: its only iovec, over small */
+	uint8_t small[128]; /* OX_DATA of a 100-byte string, a command, a ball */
 };
 
 struct recvq {

@@ -68,6 +68,7 @@
 
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
 #define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, READs */
+#define SIG_EVERY 16            /* unsignaled stream WRs in a row, at most */
 
 /* Slots freed before they are returned without data to carry them. */
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
@@ -102,7 +103,8 @@ struct vlink {
 	uint32_t st_next, st_busy;
 	uint32_t tx_next;      /* the peer slot of our next write */
 	uint32_t credits;
-	uint32_t sq_posted, sq_depth;
+	uint32_t sq_posted, sq_depth; /* posted and not yet released by a completion */
+	uint32_t unsig, sig_every;    /* unsignaled WRs since the last signaled one */
 	uint64_t raddr;
 	uint32_t rkey;
 	uint32_t max_inline;
@@ -364,6 +366,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			       "ulimit -l)", 2 * ring, d->name, strerror(e));
 	}
 	v->sq_depth = v->nslots + SQ_EXTRA;
+	v->sig_every = SIG_EVERY < v->sq_depth / 2 ? SIG_EVERY : v->sq_depth / 2;
 	/* what a peer may do on this QP; its MRs still decide where: the ring
 	 * takes writes, a rendezvous piece (one message) takes reads */
 	if ((st = oxr_vqp_create(g, v->sq_depth, v->nslots + ctl_wrs(v->nslots),
@@ -490,36 +493,62 @@ oxr_status_t oxr_vlink_connect(oxr_group *g, struct vlink *v, const uint8_t offe
 					 get_u32(offer + 8), v->psn);
 }
 
-static int post_send(struct vlink *v, struct ibv_send_wr *wr)
+/*
+ * Posts a stream WR.  Most go unsignaled: an RC QP completes its WRs in
+ * order, so one signaled completion releases every WR before it, and a
+ * completion for each small message (a CQE for the provider to write, one
+ * for the progress loop to poll and handle) was a tenth of a ping-pong's
+ * cost on rxe.  Signaled are the WRs whose completion frees something (a
+ * staging slot, a READ's wait: must) and every sig_every-th, so the send
+ * queue never fills with WRs no completion would release; the signaled
+ * one's wr_id says how many it releases.  A WR that fails completes
+ * signaled or not, and fails the link.
+ */
+static int post_send(struct vlink *v, struct ibv_send_wr *wr, int must)
 {
 	struct ibv_send_wr *bad;
+	uint32_t n = v->unsig + 1;
+	int sig = must || n >= v->sig_every;
 
-	return ibv_post_send(v->qp, wr, &bad) ? -1 : 0;
+	if (sig) {
+		wr->send_flags |= IBV_SEND_SIGNALED;
+		wr->wr_id |= (uint64_t)n << 40;
+	}
+	if (ibv_post_send(v->qp, wr, &bad))
+		return -1;
+	v->sq_posted++;
+	v->unsig = sig ? 0 : n;
+	return 0;
 }
 
-/* Posts staging slot st_next (len > 0 bytes) into the peer's next ring slot. */
+/* Posts staging slot st_next (len > 0 bytes) into the peer's next ring
+ * slot.  Inline, the bytes are in the WR once it is posted: the slot is
+ * free again at once, the next write fills it anew, and nothing waits for
+ * this WR's completion. */
 static int post_data(struct vlink *v, uint32_t len, uint32_t flags)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
 			       .length = len, .lkey = v->tx_mr->lkey };
 	struct ibv_send_wr wr = { 0 };
+	int inl = len <= v->max_inline;
 
-	wr.wr_id = WR_ID(v->peer, WR_DATA);
+	wr.wr_id = WR_ID(v->peer, inl ? WR_CTL : WR_DATA);
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = IBV_SEND_SIGNALED | (len <= v->max_inline ? IBV_SEND_INLINE : 0);
+	wr.send_flags = inl ? IBV_SEND_INLINE : 0;
 	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
 	wr.wr.rdma.rkey = v->rkey;
-	if (post_send(v, &wr))
+	if (post_send(v, &wr, !inl))
 		return -1;
 	v->owed = 0;
 	v->credits--;
 	v->tx_next = (v->tx_next + 1) % v->nslots;
-	v->st_next = (v->st_next + 1) % v->nslots;
-	v->st_busy++;
-	v->sq_posted++;
+	if (!inl) {
+		v->st_next = (v->st_next + 1) % v->nslots;
+		v->st_busy++;
+	}
 	return 0;
 }
 
@@ -530,15 +559,27 @@ static int post_credits(struct vlink *v, uint32_t flags)
 
 	wr.wr_id = WR_ID(v->peer, WR_CTL);
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr.send_flags = IBV_SEND_INLINE;
 	wr.imm_data = htonl(v->owed | flags);
 	wr.wr.rdma.remote_addr = v->raddr;
 	wr.wr.rdma.rkey = v->rkey;
-	if (post_send(v, &wr))
+	if (post_send(v, &wr, 0))
 		return -1;
 	v->owed = 0;
-	v->sq_posted++;
 	return 0;
+}
+
+/* A signaled zero-byte RDMA WRITE (no immediate: the peer sees nothing):
+ * its completion says every unsignaled WR before it is done. */
+static int post_flush(struct vlink *v)
+{
+	struct ibv_send_wr wr = { 0 };
+
+	wr.wr_id = WR_ID(v->peer, WR_CTL);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = v->raddr;
+	wr.wr.rdma.rkey = v->rkey;
+	return post_send(v, &wr, 1);
 }
 
 static int can_post(const struct vlink *v, uint32_t need_credits)
@@ -582,12 +623,10 @@ static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = v->rd_addr + v->rd_off;
 	wr.wr.rdma.rkey = v->rd_key;
-	if (post_send(v, &wr))
+	if (post_send(v, &wr, 1))
 		return -1;
-	v->sq_posted++;
 	v->rd_done = 0;
 	return 0;
 }
@@ -869,11 +908,18 @@ void oxr_vmr_dereg(struct oxr_vmr *m)
 	free(m);
 }
 
+/* Every WR posted is done.  Unsignaled ones finish unseen: a signaled
+ * empty write behind them (once the queue has room) says when they did. */
 static int drained(void *arg)
 {
 	struct link *l = arg;
+	struct vlink *v = l->v;
 
-	return l->state != LINK_OPEN || (l->v->st_busy == 0 && !l->v->sd_wait);
+	if (l->state != LINK_OPEN)
+		return 1;
+	if (v->unsig && v->sq_posted < v->sq_depth && post_flush(v))
+		return 1; /* the QP broke: nothing more will complete */
+	return v->sq_posted == 0 && !v->sd_wait;
 }
 
 void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
@@ -955,19 +1001,17 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 		break;
 	}
 	case WR_READ:
-		v->sq_posted--;
 		v->rd_done = 1;
 		*rd = 1;
 		break;
-	case WR_CTL:
-		v->sq_posted--;
-		*wr = 1;
-		break;
 	case WR_DATA:
 		v->st_busy--;
-		v->sq_posted--;
-		*wr = 1;
 		break;
+	}
+	if (WR_KIND(wc->wr_id) != WR_RECV) { /* this WR, and the unsignaled ones before it */
+		uint32_t n = WR_COVERS(wc->wr_id);
+		v->sq_posted -= n < v->sq_posted ? n : v->sq_posted;
+		*wr = 1;
 	}
 }
 

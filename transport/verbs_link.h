@@ -23,11 +23,14 @@ struct ibv_wc;
 /* The wire size of an offer (what a side tells its peer about its QP). */
 #define OXR_VOFFER_BYTES 64
 
-/* What a work request is, in the low byte of its wr_id; the peer's rank above. */
+/* What a work request is, in the low byte of its wr_id; the peer's rank in
+ * the 32 bits above; a signaled stream WR's count of the WRs it releases
+ * (verbs_link.c) in the 16 above those. */
 enum wr_kind { WR_DATA = 1, WR_RECV = 4, WR_CTL = 5, WR_READ = 6, WR_WIN = 7 };
 #define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_KIND(id) ((int)((id)&0xff))
-#define WR_PEER(id) ((int)((id) >> 8))
+#define WR_PEER(id) ((int)(uint32_t)((id) >> 8))
+#define WR_COVERS(id) ((uint32_t)((id) >> 40) & 0xffffu)
 
 /* Where a peer's QPs are: from its offer. */
 struct oxr_vpeer {

@@ -136,7 +136,8 @@ oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
 
 /* ---- messages ------------------------------------------------------- */
 
-/* A received message and the memory it lives in. */
+/* A received message and the memory it lives in.  The struct itself is in
+ * that arena too: oxr_rmsg_free frees it all, never free() it. */
 typedef struct oxr_rmsg {
 	oxr_ox_msg msg;
 	int peer;
