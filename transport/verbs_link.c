@@ -74,6 +74,9 @@
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
 /* Receive WRs for credits-only writes and the one FIN (see the invariants above). */
 static uint32_t ctl_wrs(uint32_t nslots) { return nslots / thresh(nslots) + 3; }
+/* The slot after i.  Not % nslots: a division on every message's path is a
+ * helper call under qemu's TCG, where the soft-RoCE tests run. */
+#define NEXT_SLOT(v, i) ((i) + 1 == (v)->nslots ? 0 : (i) + 1)
 
 enum rd_state { RD_IDLE, RD_DIRECT, RD_BOUNCE, RD_BOUNCED };
 
@@ -97,6 +100,7 @@ struct vlink {
 	uint32_t rx_ready;     /* arrived, not read */
 	uint32_t rx_off;       /* bytes of the head slot already read */
 	uint32_t owed;         /* slots freed here, not yet announced to the peer */
+	uint32_t thresh;       /* thresh(nslots) */
 	/* sending: staging slots, posted in order, completed in order */
 	uint8_t *tx;
 	struct ibv_mr *tx_mr;
@@ -366,6 +370,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			       "ulimit -l)", 2 * ring, d->name, strerror(e));
 	}
 	v->sq_depth = v->nslots + SQ_EXTRA;
+	v->thresh = thresh(v->nslots);
 	v->sig_every = SIG_EVERY < v->sq_depth / 2 ? SIG_EVERY : v->sq_depth / 2;
 	/* what a peer may do on this QP; its MRs still decide where: the ring
 	 * takes writes, a rendezvous piece (one message) takes reads */
@@ -521,14 +526,14 @@ static int post_send(struct vlink *v, struct ibv_send_wr *wr, int must)
 	return 0;
 }
 
-/* Posts staging slot st_next (len > 0 bytes) into the peer's next ring
- * slot.  Inline, the bytes are in the WR once it is posted: the slot is
- * free again at once, the next write fills it anew, and nothing waits for
- * this WR's completion. */
-static int post_data(struct vlink *v, uint32_t len, uint32_t flags)
+/* Posts len > 0 bytes at src into the peer's next ring slot.  src is the
+ * staging slot st_next, or, for a WR that goes inline, any memory: the
+ * provider copies inline bytes into the WR as it is posted, so they need
+ * no registration and no staging copy, and nothing waits for this WR's
+ * completion (the staging slot, if used, is free again at once). */
+static int post_data(struct vlink *v, const uint8_t *src, uint32_t len, uint32_t flags)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)(v->tx + (size_t)v->st_next * v->slot),
-			       .length = len, .lkey = v->tx_mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = v->tx_mr->lkey };
 	struct ibv_send_wr wr = { 0 };
 	int inl = len <= v->max_inline;
 
@@ -544,9 +549,9 @@ static int post_data(struct vlink *v, uint32_t len, uint32_t flags)
 		return -1;
 	v->owed = 0;
 	v->credits--;
-	v->tx_next = (v->tx_next + 1) % v->nslots;
+	v->tx_next = NEXT_SLOT(v, v->tx_next);
 	if (!inl) {
-		v->st_next = (v->st_next + 1) % v->nslots;
+		v->st_next = NEXT_SLOT(v, v->st_next);
 		v->st_busy++;
 	}
 	return 0;
@@ -592,7 +597,7 @@ static void return_credits(oxr_group *g, struct link *l)
 {
 	struct vlink *v = l->v;
 
-	if (v->owed >= thresh(v->nslots) && (!l->sq_head || !v->credits) &&
+	if (v->owed >= v->thresh && (!l->sq_head || !v->credits) &&
 	    v->sq_posted < v->sq_depth && post_credits(v, 0))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
 			      l->peer, strerror(errno));
@@ -718,7 +723,7 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 	}
 	if (v->rd_off == v->rd_len && v->rd_state == RD_IDLE) {
 		v->rx_rndv[v->rx_head] = 0;
-		v->rx_head = (v->rx_head + 1) % v->nslots;
+		v->rx_head = NEXT_SLOT(v, v->rx_head);
 		v->rx_ready--;
 		v->rd_have = 0;
 		v->owed++;
@@ -755,7 +760,7 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int ar
 		got += k;
 		v->rx_off += (uint32_t)k;
 		if (v->rx_off == len) {
-			v->rx_head = (v->rx_head + 1) % v->nslots;
+			v->rx_head = NEXT_SLOT(v, v->rx_head);
 			v->rx_ready--;
 			v->rx_off = 0;
 			v->owed++;
@@ -786,7 +791,7 @@ static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len
 	put_u64(desc, (uintptr_t)p);
 	put_u32(desc + 8, v->sd_mr->rkey);
 	put_u32(desc + 12, (uint32_t)len);
-	if (post_data(v, RNDV_DESC, IMM_RNDV))
+	if (post_data(v, desc, RNDV_DESC, IMM_RNDV))
 		return -1;
 	v->sd_ptr = p;
 	v->sd_len = len;
@@ -822,6 +827,17 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 	while (i < niov && can_post(v, 1)) {
 		uint8_t *dst = v->tx + (size_t)v->st_next * v->slot;
 		uint32_t len = 0;
+		if (i == niov - 1 && iov[i].iov_len > ioff && iov[i].iov_len - ioff <= v->max_inline) {
+			/* the last piece, small: inline from where it is (a small
+			 * message is one such piece) */
+			len = (uint32_t)(iov[i].iov_len - ioff);
+			if (post_data(v, (const uint8_t *)iov[i].iov_base + ioff, len, 0)) {
+				errno = EIO;
+				return -1;
+			}
+			total += len;
+			break;
+		}
 		if (rndv && iov[i].iov_len - ioff >= rndv) {
 			int r = rndv_send(g, v, (const uint8_t *)iov[i].iov_base + ioff,
 					  iov[i].iov_len - ioff);
@@ -849,7 +865,7 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 		}
 		if (!len)
 			break;
-		if (post_data(v, len, 0)) {
+		if (post_data(v, dst, len, 0)) {
 			errno = EIO;
 			return -1;
 		}
@@ -987,7 +1003,7 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 		if (wc->byte_len) { /* data in the next slot; zero bytes: credits alone */
 			v->rx_len[v->rx_next] = wc->byte_len;
 			v->rx_rndv[v->rx_next] = (uint8_t)rndv;
-			v->rx_next = (v->rx_next + 1) % v->nslots;
+			v->rx_next = NEXT_SLOT(v, v->rx_next);
 			v->rx_ready++;
 			*rd = 1;
 		}
@@ -1054,7 +1070,7 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 			post_fin(g, &g->links[peer]);
 		if ((w & 1) && g->links[peer].state == LINK_OPEN)
 			oxr_link_read(g, &g->links[peer]);
-		if ((w & 2) && g->links[peer].state == LINK_OPEN)
+		if ((w & 2) && g->links[peer].state == LINK_OPEN && g->links[peer].sq_head)
 			oxr_link_write(g, &g->links[peer]);
 	}
 	*progress = n;
