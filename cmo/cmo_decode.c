@@ -716,6 +716,31 @@ uint64_t oxr_decoder_offset(const oxr_decoder *d) { return d->off; }
 uint64_t oxr_decoder_pending(const oxr_decoder *d) { return d->done ? 0 : d->off; }
 const char *oxr_decoder_error(const oxr_decoder *d) { return d->errmsg; }
 
+/* The walk over the piece, step by step, until the object is done or the
+ * piece ends.  Not inlined into oxr_decoder_feed: a leaf frame's path
+ * there would pay this machinery's registers and stack on every call. */
+static __attribute__((noinline)) oxr_status_t walk(struct oxr_decoder *d)
+{
+	oxr_status_t st = OXR_OK;
+
+	while (!d->done) {
+		if (d->what == OXR_DECODE_OX && !d->started)
+			st = step_ox(d);
+		else if (d->depth == 0 && !d->started) {
+			d->started = 1;
+			st = begin_obj(d, W_ANY, 0);
+			if (st == OXR_AGAIN)
+				d->started = 0;
+		} else
+			st = step(d);
+		if (st == OXR_AGAIN && d->in == d->end)
+			break;
+		if (st < 0)
+			break;
+	}
+	return st;
+}
+
 oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 			      unsigned flags, size_t *used)
 {
@@ -738,21 +763,8 @@ oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 	d->flags = flags;
 	if (d->what == OXR_DECODE_OX && d->ox_state == OX_TAG && !d->acc_len)
 		(void)leaf_frame(d); /* done, or left to the walk */
-	while (!d->done) {
-		if (d->what == OXR_DECODE_OX && !d->started)
-			st = step_ox(d);
-		else if (d->depth == 0 && !d->started) {
-			d->started = 1;
-			st = begin_obj(d, W_ANY, 0);
-			if (st == OXR_AGAIN)
-				d->started = 0;
-		} else
-			st = step(d);
-		if (st == OXR_AGAIN && d->in == d->end)
-			break;
-		if (st < 0)
-			break;
-	}
+	if (!d->done)
+		st = walk(d);
 	if (used)
 		*used = (size_t)(d->in - (const uint8_t *)piece);
 	if (st < 0)

@@ -69,6 +69,10 @@
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
 #define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, READs */
 #define SIG_EVERY 16            /* unsignaled stream WRs in a row, at most */
+/* Receive WRs go back RECV_BATCH at a time (one provider call, one lock,
+ * not one per message); the queue holds that many more than the ring's
+ * invariant needs, so it still never runs dry. */
+#define RECV_BATCH 8
 
 /* Slots freed before they are returned without data to carry them. */
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
@@ -101,6 +105,7 @@ struct vlink {
 	uint32_t rx_off;       /* bytes of the head slot already read */
 	uint32_t owed;         /* slots freed here, not yet announced to the peer */
 	uint32_t thresh;       /* thresh(nslots) */
+	uint32_t rq_used;      /* receive WRs consumed, not yet posted again */
 	/* sending: staging slots, posted in order, completed in order */
 	uint8_t *tx;
 	struct ibv_mr *tx_mr;
@@ -112,6 +117,8 @@ struct vlink {
 	uint64_t raddr;
 	uint32_t rkey;
 	uint32_t max_inline;
+	struct ibv_send_wr dwr; /* post_data's WR, kept: zeroing one each time showed */
+	struct ibv_sge dsge;
 	uint32_t psn;          /* our first send PSN, as our offer said */
 	struct oxr_vpeer addr; /* where the peer's QPs are (its offer) */
 	struct vwqp *w;        /* the window QP of this epoch (verbs_wqp.c) */
@@ -249,14 +256,19 @@ void oxr_vgroup_destroy(oxr_group *g)
 	g->vg = NULL;
 }
 
-static oxr_status_t post_recv(struct vlink *v)
+/* Posts n receive WRs in one call (n <= RECV_BATCH). */
+static oxr_status_t post_recvs(struct vlink *v, uint32_t n)
 {
-	struct ibv_recv_wr wr = { .wr_id = WR_ID(v->peer, WR_RECV) }, *bad;
+	struct ibv_recv_wr wr[RECV_BATCH], *bad;
+	uint32_t i;
 
 	/* no scatter list: a write with immediate consumes the WR, not its memory */
-	return ibv_post_recv(v->qp, &wr, &bad) ? oxr_err(OXR_ERR_IO, "verbs: ibv_post_recv: %s",
-							 strerror(errno))
-					       : OXR_OK;
+	for (i = 0; i < n; i++)
+		wr[i] = (struct ibv_recv_wr){ .wr_id = WR_ID(v->peer, WR_RECV),
+					      .next = i + 1 < n ? &wr[i + 1] : NULL };
+	return ibv_post_recv(v->qp, wr, &bad) ? oxr_err(OXR_ERR_IO, "verbs: ibv_post_recv: %s",
+							strerror(errno))
+					      : OXR_OK;
 }
 
 static void vlink_free(oxr_group *g, struct vlink *v)
@@ -341,7 +353,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	struct oxr_vdev *d = dev(g);
 	struct vlink *v;
 	size_t ring;
-	uint32_t psn, i;
+	uint32_t psn, i, n;
 	oxr_status_t st;
 
 	v = calloc(1, sizeof(*v));
@@ -369,20 +381,24 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 		return oxr_err(OXR_ERR_IO, "verbs: registering %zu bytes on %s: %s (memlock limit? "
 			       "ulimit -l)", 2 * ring, d->name, strerror(e));
 	}
+	v->dsge.lkey = v->tx_mr->lkey;
+	v->dwr.sg_list = &v->dsge;
+	v->dwr.num_sge = 1;
+	v->dwr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	v->sq_depth = v->nslots + SQ_EXTRA;
 	v->thresh = thresh(v->nslots);
 	v->sig_every = SIG_EVERY < v->sq_depth / 2 ? SIG_EVERY : v->sq_depth / 2;
 	/* what a peer may do on this QP; its MRs still decide where: the ring
 	 * takes writes, a rendezvous piece (one message) takes reads */
-	if ((st = oxr_vqp_create(g, v->sq_depth, v->nslots + ctl_wrs(v->nslots),
+	if ((st = oxr_vqp_create(g, v->sq_depth, v->nslots + ctl_wrs(v->nslots) + RECV_BATCH,
 				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &v->qp,
 				 &v->max_inline))) {
 		vlink_free(g, v);
 		return st;
 	}
 	/* receives go up before the offer leaves, so the peer's first write finds one */
-	for (i = 0; i < v->nslots + ctl_wrs(v->nslots); i++)
-		if ((st = post_recv(v))) {
+	for (i = 0, n = v->nslots + ctl_wrs(v->nslots) + RECV_BATCH; i < n; i += RECV_BATCH)
+		if ((st = post_recvs(v, n - i < RECV_BATCH ? n - i : RECV_BATCH))) {
 			vlink_free(g, v);
 			return st;
 		}
@@ -533,19 +549,17 @@ static int post_send(struct vlink *v, struct ibv_send_wr *wr, int must)
  * completion (the staging slot, if used, is free again at once). */
 static int post_data(struct vlink *v, const uint8_t *src, uint32_t len, uint32_t flags)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = v->tx_mr->lkey };
-	struct ibv_send_wr wr = { 0 };
+	struct ibv_send_wr *wr = &v->dwr; /* its constant fields are set (oxr_vlink_create) */
 	int inl = len <= v->max_inline;
 
-	wr.wr_id = WR_ID(v->peer, inl ? WR_CTL : WR_DATA);
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = inl ? IBV_SEND_INLINE : 0;
-	wr.imm_data = htonl(v->owed | flags);
-	wr.wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
-	wr.wr.rdma.rkey = v->rkey;
-	if (post_send(v, &wr, !inl))
+	v->dsge.addr = (uintptr_t)src;
+	v->dsge.length = len;
+	wr->wr_id = WR_ID(v->peer, inl ? WR_CTL : WR_DATA);
+	wr->send_flags = inl ? IBV_SEND_INLINE : 0;
+	wr->imm_data = htonl(v->owed | flags);
+	wr->wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
+	wr->wr.rdma.rkey = v->rkey;
+	if (post_send(v, wr, !inl))
 		return -1;
 	v->owed = 0;
 	v->credits--;
@@ -1009,10 +1023,12 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 		}
 		if (fin)
 			v->sd_fin = 1;
-		if (post_recv(v)) {
+		if (++v->rq_used == RECV_BATCH && post_recvs(v, RECV_BATCH)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
 			return;
 		}
+		if (v->rq_used == RECV_BATCH)
+			v->rq_used = 0;
 		*wr = back > 0 || fin;
 		break;
 	}
