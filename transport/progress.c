@@ -153,13 +153,20 @@ void oxr_link_engine_free(oxr_group *g)
 #endif
 }
 
-int oxr_link_buffered(const struct link *l)
+/* A verbs link's ring holds an arrived slot not read yet. */
+static int ring_has_slot(const struct link *l)
 {
 #ifdef OXR_HAVE_VERBS
-	if (oxr_vlink_buffered(l->v))
-		return 1;
+	return oxr_vlink_buffered(l->v);
+#else
+	(void)l;
+	return 0;
 #endif
-	return l->roff < l->rlen;
+}
+
+int oxr_link_buffered(const struct link *l)
+{
+	return ring_has_slot(l) || l->roff < l->rlen;
 }
 
 /* The stream of a link: its QP when it has one, else its socket. */
@@ -322,7 +329,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			k = direct ? stream_recv(g, l, dst, room, 1) : stream_recv(g, l, l->rbuf, RBUF, 0);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
-			drained = l->v ? !oxr_vlink_buffered(l->v) /* the ring is empty */
+			drained = l->v ? !ring_has_slot(l) /* the ring is empty */
 				       : !direct && k > 0 && (size_t)k < RBUF;
 			if (k <= 0) {
 				uint64_t at = oxr_decoder_pending(l->dec);
