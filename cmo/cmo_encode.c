@@ -25,11 +25,10 @@ static oxr_status_t room(struct oxr_sink *s, size_t n)
 		return OXR_OK;
 	}
 	s->total += n;
-	if (s->cap - s->len < n && s->probe)
-		return OXR_ERR_SPACE;
 	if (s->cap - s->len < n)
-		return oxr_err(OXR_ERR_SPACE, "encode: output buffer of %zu bytes is too small",
-			       s->cap);
+		return s->probe ? OXR_ERR_SPACE
+				: oxr_err(OXR_ERR_SPACE, "encode: output buffer of %zu bytes is too "
+					  "small", s->cap);
 	return OXR_OK;
 }
 

@@ -235,7 +235,7 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	/* a revoke meanwhile drops the send, or, begun, lets it finish: it
 	 * completes either way, with OXR_ERR_REVOKED */
 	g->hold_revoke++;
-	st = op->done ? OXR_OK : oxr_progress_until(g, send_done, op, -1); /* most left at once */
+	st = oxr_progress_until(g, send_done, op, -1);
 	g->hold_revoke--;
 	/* most sends complete at once, without a wait that reads the links: a
 	 * rank that only sends looks at them now and then, or it would never

@@ -567,9 +567,10 @@ static int64_t now_us(void)
 
 oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, int timeout_ms)
 {
-	int64_t start = now_us(), spin_end = start + g->ctx->spin_us;
+	/* the clock is read once the first look found nothing: a wait done
+	 * already (most sends) costs no clock read */
+	int64_t spin_end = -1, deadline = 0;
 	uint64_t moved = g->tcp_moved;
-	int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000;
 	unsigned rounds = 1; /* not 0: no yield right after the first poll */
 	int spinning = 0, wait_ms = 0;
 	oxr_status_t st;
@@ -589,6 +590,10 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		if (spinning && (++rounds & 15))
 			goto poll;
 		t = now_us();
+		if (spin_end < 0) {
+			spin_end = t + g->ctx->spin_us;
+			deadline = timeout_ms < 0 ? INT64_MAX : t + (int64_t)timeout_ms * 1000;
+		}
 		if (t >= deadline)
 			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
 				       timeout_ms);
@@ -699,7 +704,6 @@ void oxr_link_note_balls(struct link *l)
 oxr_rmsg *oxr_link_take(struct link *l)
 {
 	struct recvq *q = l->rq_head;
-	oxr_rmsg *m;
 
 	if (!q)
 		return NULL;
@@ -707,8 +711,7 @@ oxr_rmsg *oxr_link_take(struct link *l)
 	if (!l->rq_head)
 		l->rq_tail = NULL;
 	l->rq_bytes -= q->bytes;
-	m = q->m;
-	return m; /* q goes with m's arena */
+	return q->m; /* q goes with m's arena */
 }
 
 void oxr_link_revoke_queues(oxr_group *g, struct link *l)

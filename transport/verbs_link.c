@@ -1023,12 +1023,13 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 		}
 		if (fin)
 			v->sd_fin = 1;
-		if (++v->rq_used == RECV_BATCH && post_recvs(v, RECV_BATCH)) {
-			oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
-			return;
-		}
-		if (v->rq_used == RECV_BATCH)
+		if (++v->rq_used == RECV_BATCH) {
 			v->rq_used = 0;
+			if (post_recvs(v, RECV_BATCH)) {
+				oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
+				return;
+			}
+		}
 		*wr = back > 0 || fin;
 		break;
 	}
