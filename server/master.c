@@ -7,6 +7,7 @@
  * acceptor takes whoever connects to its port, so two connectors racing
  * to one port could otherwise swap ranks on an OpenXM link.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include <sys/random.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,18 +157,53 @@ oxr_status_t oxr_master_alloc(int n, const char *server, oxr_master **out)
 	return OXR_OK;
 }
 
-oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
+/* The binary of server i. */
+static const char *path_of(const oxr_master *m, int i)
 {
-	oxr_master *m;
-	int i;
-	oxr_status_t st = oxr_master_alloc(n, server, &m);
+	return m->paths && m->paths[i] ? m->paths[i] : m->path;
+}
 
-	for (i = 0; i < n && !st; i++)
-		if ((st = start_one(&m->s[i], m->path)))
+static oxr_status_t start_all(oxr_master *m, oxr_master **out)
+{
+	int i;
+	oxr_status_t st = OXR_OK;
+
+	for (i = 0; i < m->n && !st; i++)
+		if ((st = start_one(&m->s[i], path_of(m, i))))
 			oxr_master_destroy(m, 0);
 	if (!st)
 		*out = m;
 	return st;
+}
+
+oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out)
+{
+	oxr_master *m;
+	oxr_status_t st = oxr_master_alloc(n, server, &m);
+
+	return st ? st : start_all(m, out);
+}
+
+oxr_status_t oxr_master_launch_each(const char *const *servers, int n, oxr_master **out)
+{
+	oxr_master *m;
+	int i;
+	oxr_status_t st;
+
+	if (!servers)
+		return oxr_master_launch(NULL, n, out);
+	if ((st = oxr_master_alloc(n, NULL, &m)))
+		return st;
+	if (!(m->paths = calloc((size_t)n, sizeof(*m->paths)))) {
+		oxr_master_destroy(m, 0);
+		return oxr_err(OXR_ERR_NOMEM, "launch: out of memory");
+	}
+	for (i = 0; i < n; i++)
+		if (servers[i] && !(m->paths[i] = strdup(servers[i]))) {
+			oxr_master_destroy(m, 0);
+			return oxr_err(OXR_ERR_NOMEM, "launch: out of memory");
+		}
+	return start_all(m, out);
 }
 
 static oxr_status_t send_msg(struct srv *s, int fd, int32_t tag, int32_t sm, const oxr_cmo *o)
@@ -337,13 +374,29 @@ oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms)
 	return send_msg(s, s->dfd, OXR_OX_SYNC_BALL, 0, NULL);
 }
 
+/* SM_getsp's answer: an INT32 (oxr-server) or an integer (ox_asir pushes a
+ * ZZ, 0 as CMO_NULL). */
+static int depth_of(const oxr_cmo *o, int32_t *d)
+{
+	if (o->tag == OXR_CMO_INT32)
+		*d = o->v.i32;
+	else if (o->tag == OXR_CMO_NULL || o->tag == OXR_CMO_ZERO ||
+		 (o->tag == OXR_CMO_ZZ && o->v.i32 == 0))
+		*d = 0;
+	else if (o->tag == OXR_CMO_ZZ && o->v.i32 == 1)
+		*d = oxr_cmo_word(o, 0);
+	else
+		return 0;
+	return 1;
+}
+
 /* Waits until server i has run everything sent so far; fails with the
  * server's message when the top of its stack is an error that a message
  * since the last sync caused (popped then; an older one is left alone). */
 static oxr_status_t sync_one(oxr_master *m, int i, int timeout_ms)
 {
 	struct srv *s = &m->s[i];
-	int32_t since = s->mark;
+	int32_t since = s->mark, depth;
 	oxr_arena *a;
 	oxr_cmo *o;
 	oxr_status_t st;
@@ -352,8 +405,8 @@ static oxr_status_t sync_one(oxr_master *m, int i, int timeout_ms)
 		return st;
 	s->mark = s->serial;
 	if ((st = oxr_master_cmd(m, i, OXR_SM_getsp)) == OXR_OK &&
-	    (st = oxr_master_pop(m, i, timeout_ms, a, &o)) == OXR_OK && o->tag == OXR_CMO_INT32 &&
-	    o->v.i32 > 0 && (st = oxr_master_cmd(m, i, OXR_SM_pushCMOtag)) == OXR_OK &&
+	    (st = oxr_master_pop(m, i, timeout_ms, a, &o)) == OXR_OK && depth_of(o, &depth) &&
+	    depth > 0 && (st = oxr_master_cmd(m, i, OXR_SM_pushCMOtag)) == OXR_OK &&
 	    (st = oxr_master_pop(m, i, timeout_ms, a, &o)) == OXR_OK && o->tag == OXR_CMO_INT32 &&
 	    o->v.i32 == OXR_CMO_ERROR2 && (st = oxr_master_pop(m, i, timeout_ms, a, &o)) == OXR_OK) {
 		const oxr_cmo *l = o->kids[0];
@@ -494,11 +547,8 @@ static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 	if ((st = push_int(m, i, m->n)) || (st = push_int(m, i, i)) ||
 	    (st = oxr_master_cmd(m, i, OXR_SM_set_rank_102)))
 		return st;
-	if (s->foreign) {
-		if ((m->port[i] = free_port()) < 0)
-			return oxr_err(OXR_ERR_IO, "no free port for server %d", i);
+	if (s->foreign) /* its ports are chosen pair by pair (link_pair) */
 		return sync_one(m, i, timeout_ms);
-	}
 	for (j = 0; j < m->n; j++) {
 		const oxr_cmo *rank;
 		if (j == i || m->plain || !m->s[j].foreign)
@@ -513,6 +563,8 @@ static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 		if (st)
 			return st;
 	}
+	if (m->unix_dir) /* each pair's acceptor binds the pair's path */
+		return sync_one(m, i, timeout_ms);
 	if ((st = oxr_arena_create(&a)))
 		return st;
 	if (!(st = oxr_master_call(m, i, "oxr_listen_102", 1, (const oxr_cmo *const *)&zero)) &&
@@ -526,18 +578,99 @@ static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 	return st;
 }
 
+/* Both ends of a link have run their command.  An acceptor whose
+ * connector failed waits for ever (ox_asir's accept blocks): when lo does
+ * not answer, hi's error, if it has one, says why. */
+static oxr_status_t sync_pair(oxr_master *m, int lo, int hi, int timeout_ms)
+{
+	char msg[1024];
+	oxr_status_t st = sync_one(m, lo, timeout_ms);
+
+	if (st == OXR_ERR_TIMEOUT) {
+		snprintf(msg, sizeof(msg), "%s", oxr_errmsg());
+		if (sync_one(m, hi, timeout_ms) == OXR_ERR_PEER)
+			return OXR_ERR_PEER;
+		oxr_err_keep(msg);
+		return st;
+	}
+	return st ? st : sync_one(m, hi, timeout_ms);
+}
+
+/* The link between servers lo < hi over a Unix socket: a new path, the
+ * acceptor's port and the connector's (its host CMO_NULL, as asir's
+ * spawn102_local sends it), removed once both have run their command. */
+static oxr_status_t link_pair_unix(oxr_master *m, int lo, int hi, int timeout_ms)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	oxr_status_t st;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d.%d", m->unix_dir, lo, hi) >= sizeof(path))
+		return oxr_err(OXR_ERR_INVAL, "group: the socket path %s/%d.%d is too long",
+			       m->unix_dir, lo, hi);
+	(void)unlink(path); /* a restart links the pair again */
+	if (!(st = push_str(m, lo, path)) && !(st = push_int(m, lo, hi)) &&
+	    !(st = oxr_master_cmd(m, lo, OXR_SM_tcp_accept_102)) &&
+	    !(st = oxr_master_push(m, hi, oxr_cmo_null())) && !(st = push_str(m, hi, path)) &&
+	    !(st = push_int(m, hi, lo)) && !(st = oxr_master_cmd(m, hi, OXR_SM_tcp_connect_102)))
+		st = sync_pair(m, lo, hi, timeout_ms);
+	(void)unlink(path);
+	return st;
+}
+
 /* The link between servers lo < hi: hi connects to lo's port, lo accepts
- * it as rank hi; both checked before the next pair. */
+ * it as rank hi; both checked before the next pair.  An oxr-server keeps
+ * one listening port; another engine (ox_asir) binds the port it is given
+ * for one accept and closes it, and the accepted connection keeps the port
+ * busy: a new free port for each of its pairs, as asir's spawn102 takes a
+ * generate_port() for each. */
 static oxr_status_t link_pair(oxr_master *m, int lo, int hi, int timeout_ms)
 {
 	oxr_status_t st;
+	int port;
 
-	if ((st = push_int(m, lo, m->port[lo])) || (st = push_int(m, lo, hi)) ||
+	if (m->unix_dir)
+		return link_pair_unix(m, lo, hi, timeout_ms);
+	if ((port = m->s[lo].foreign ? free_port() : m->port[lo]) < 0)
+		return oxr_err(OXR_ERR_IO, "no free port for server %d", lo);
+	if ((st = push_int(m, lo, port)) || (st = push_int(m, lo, hi)) ||
 	    (st = oxr_master_cmd(m, lo, OXR_SM_tcp_accept_102)) ||
-	    (st = push_str(m, hi, m->s[lo].host)) || (st = push_int(m, hi, m->port[lo])) ||
+	    (st = push_str(m, hi, m->s[lo].host)) || (st = push_int(m, hi, port)) ||
 	    (st = push_int(m, hi, lo)) || (st = oxr_master_cmd(m, hi, OXR_SM_tcp_connect_102)))
 		return st;
-	return (st = sync_one(m, lo, timeout_ms)) ? st : sync_one(m, hi, timeout_ms);
+	return sync_pair(m, lo, hi, timeout_ms);
+}
+
+oxr_status_t oxr_master_set_unix(oxr_master *m, const char *dir)
+{
+	char buf[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+
+	if (m->port)
+		return oxr_err(OXR_ERR_INVAL, "set_unix: the group is formed already");
+	if (!dir) {
+		if ((size_t)snprintf(buf, sizeof(buf), "%s/oxr-XXXXXX", tmp && *tmp ? tmp : "/tmp") >=
+		    sizeof(buf))
+			return oxr_err(OXR_ERR_INVAL, "set_unix: $TMPDIR is too long");
+		if (!mkdtemp(buf))
+			return oxr_err(OXR_ERR_IO, "set_unix: mkdtemp %s: %s", buf, strerror(errno));
+		dir = buf;
+	}
+	/* room for "/LO.HI" with two ranks of up to 4 digits */
+	if (strlen(dir) + 11 >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		if (dir == buf)
+			rmdir(buf);
+		return oxr_err(OXR_ERR_INVAL, "set_unix: %s is too long for a socket path", dir);
+	}
+	if (m->unix_own)
+		rmdir(m->unix_dir);
+	free(m->unix_dir);
+	if (!(m->unix_dir = strdup(dir))) {
+		if (dir == buf)
+			rmdir(buf);
+		return oxr_err(OXR_ERR_NOMEM, "set_unix: out of memory");
+	}
+	m->unix_own = dir == buf;
+	return OXR_OK;
 }
 
 oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms)
@@ -590,7 +723,7 @@ oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms)
 	if (s->pid > 0)
 		(void)oxr_master_kill(m, i);
 	srv_close(s);
-	if ((st = start_one(s, m->path)) || (st = join(m, i, timeout_ms)))
+	if ((st = start_one(s, path_of(m, i))) || (st = join(m, i, timeout_ms)))
 		return st;
 	for (j = 0; j < m->n && !st; j++)
 		if (j != i)
@@ -701,6 +834,21 @@ void oxr_master_destroy(oxr_master *m, int timeout_ms)
 			waitpid(m->launcher, NULL, 0);
 		}
 	}
+	if (m->unix_own) { /* ours: whatever a failed link left, then the directory */
+		DIR *d = opendir(m->unix_dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		if (d)
+			closedir(d);
+		rmdir(m->unix_dir);
+	}
+	free(m->unix_dir);
+	if (m->paths)
+		for (i = 0; i < m->n; i++)
+			free(m->paths[i]);
+	free(m->paths);
 	free(m->s);
 	free(m->port);
 	free(m);

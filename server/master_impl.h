@@ -31,6 +31,9 @@ struct oxr_master {
 	int plain;
 	uint8_t token[32];
 	char path[PATH_MAX];
+	char **paths;   /* oxr_master_launch_each: server i's binary (NULL: path) */
+	char *unix_dir; /* oxr_master_set_unix: the RFC-102 links' socket paths go here */
+	int unix_own;   /* the master made unix_dir: removed with the master */
 };
 
 /* The byte-order exchange on a server's two channels, and its decoder. */

@@ -35,6 +35,12 @@ oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out);
  * rank, which becomes its RFC-102 rank.  NULL or "": oxr_master_launch. */
 oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, int n,
 				    int timeout_ms, oxr_master **out);
+/* Starts n local servers, server i from the binary servers[i] (NULL: the
+ * default of oxr_master_launch), each as oxr_master_launch starts one (data
+ * channel on fds 3 and 4, --control-fd 5): a group can mix oxr-servers
+ * with other OpenXM engines started the same way (a test's ox_asir peer).
+ * Errors: as oxr_master_launch. */
+oxr_status_t oxr_master_launch_each(const char *const *servers, int n, oxr_master **out);
 /* Shuts every server down (SM_shutdown, then SIGKILL after timeout_ms). */
 void oxr_master_destroy(oxr_master *m, int timeout_ms);
 int oxr_master_size(const oxr_master *m);
@@ -75,6 +81,16 @@ oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
 /* Treats server i as a plain OpenXM engine (as if its mathcap said so):
  * before oxr_master_group. */
 void oxr_master_set_plain(oxr_master *m, int i);
+/* RFC-102 links over Unix-domain sockets, as asir's spawn102_local makes
+ * them (generate_port(1)): for every pair a new socket path in dir is the
+ * port, a CMO_STRING, of SM_tcp_accept_102 and SM_tcp_connect_102 (whose
+ * host is then CMO_NULL), for oxr-servers and other engines alike.  The
+ * master removes each path once its link is made (asir's servers leave
+ * theirs behind).  dir NULL: a new directory under $TMPDIR (or /tmp),
+ * removed with the master.  Before oxr_master_group.  Errors:
+ * OXR_ERR_INVAL (the group is formed already, or dir is too long for a
+ * socket path), OXR_ERR_IO (the directory cannot be made). */
+oxr_status_t oxr_master_set_unix(oxr_master *m, const char *dir);
 /* Kills server i (SM_control_kill: a process failure, for tests and for
  * giving up on a hung one). */
 oxr_status_t oxr_master_kill(oxr_master *m, int i);
