@@ -542,35 +542,55 @@ Test(group, four_servers_through_every_rfc102_command_on_oxr_links, .timeout = 1
 	down();
 }
 
-/* The test is a plain RFC-102 peer, as ox_asir is: both sides write their
- * byte-order byte first, then plain OX messages. */
-Test(group, a_plain_rfc102_peer_speaks_with_a_server)
+static void is_text(const oxr_cmo *o, const char *want)
 {
-	int lfd, fd, order, port;
+	char *t = text_of(o);
+
+	cr_assert_str_eq(t, want);
+	free(t);
+}
+
+/* The test is rank `peer` of a group of 2 as ox_asir would be, linked to the
+ * server (rank 1 - peer) by a plain RFC-102 link; returns the socket. */
+static int plain_peer(int peer, int *order)
+{
+	int lfd, fd, port;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
-	oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 7 };
-	uint8_t *buf, got[256];
-	size_t len, have = 0;
-	char host[64];
+	char p[32];
 
-	up(1);
 	cr_assert((lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
 	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(lfd, 1), 0);
 	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	port = ntohs(sa.sin_port);
 	push(0, "(CMO_ZZ,2)");
-	push(0, "(CMO_ZZ,0)");
+	push(0, peer ? "(CMO_ZZ,0)" : "(CMO_ZZ,1)");
 	cmd(0, OXR_SM_set_rank_102);
 	push(0, "(CMO_STRING,\"127.0.0.1\")");
-	snprintf(host, sizeof(host), "(CMO_ZZ,%d)", port);
-	push(0, host);
-	push(0, "(CMO_ZZ,1)");
+	snprintf(p, sizeof(p), "(CMO_ZZ,%d)", port);
+	push(0, p);
+	push(0, peer ? "(CMO_ZZ,1)" : "(CMO_ZZ,0)");
 	cmd(0, OXR_SM_tcp_connect_102);
 	cr_assert((fd = accept(lfd, NULL, NULL)) >= 0);
-	cr_assert_eq(oxr_order_exchange(fd, fd, OXR_ROLE_PEER, OXR_ORDER_BYTE_NETWORK, TMO, &order),
+	close(lfd);
+	cr_assert_eq(oxr_order_exchange(fd, fd, OXR_ROLE_PEER, OXR_ORDER_BYTE_NETWORK, TMO, order),
 		     OXR_OK);
+	depth_is(0, 0);
+	return fd;
+}
+
+/* The test is a plain RFC-102 peer, as ox_asir is: both sides write their
+ * byte-order byte first, then plain OX messages. */
+Test(group, a_plain_rfc102_peer_speaks_with_a_server)
+{
+	int fd, order;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 7 };
+	uint8_t *buf, got[256];
+	size_t len, have = 0;
+
+	up(1);
+	fd = plain_peer(1, &order);
 	cr_assert_eq(order, OXR_ORDER_NETWORK, "a peer asking for network order gets it");
 	/* peer -> server: ox_recv_102(1) on the server */
 	m.cmo = T("(CMO_ZZ,123123)");
@@ -594,7 +614,6 @@ Test(group, a_plain_rfc102_peer_speaks_with_a_server)
 		cr_assert_arr_eq(got + 8, want_body, 12, "ZZ 123123 = 00000014 00000001 0001e0f3");
 	}
 	close(fd);
-	close(lfd);
 	down();
 }
 
@@ -642,44 +661,6 @@ Test(group, a_string_port_links_two_servers_over_a_unix_socket, .timeout = 60)
 	pop_is(0, "(CMO_ZZ,7)");
 	pop_is(1, "(CMO_NULL)");
 	down();
-}
-
-static void is_text(const oxr_cmo *o, const char *want)
-{
-	char *t = text_of(o);
-
-	cr_assert_str_eq(t, want);
-	free(t);
-}
-
-/* The test is rank `peer` of a group of 2 as ox_asir would be, linked to the
- * server (rank 1 - peer) by a plain RFC-102 link; returns the socket. */
-static int plain_peer(int peer, int *order)
-{
-	int lfd, fd, port;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	char p[32];
-
-	cr_assert((lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	cr_assert_eq(listen(lfd, 1), 0);
-	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
-	port = ntohs(sa.sin_port);
-	push(0, "(CMO_ZZ,2)");
-	push(0, peer ? "(CMO_ZZ,0)" : "(CMO_ZZ,1)");
-	cmd(0, OXR_SM_set_rank_102);
-	push(0, "(CMO_STRING,\"127.0.0.1\")");
-	snprintf(p, sizeof(p), "(CMO_ZZ,%d)", port);
-	push(0, p);
-	push(0, peer ? "(CMO_ZZ,1)" : "(CMO_ZZ,0)");
-	cmd(0, OXR_SM_tcp_connect_102);
-	cr_assert((fd = accept(lfd, NULL, NULL)) >= 0);
-	close(lfd);
-	cr_assert_eq(oxr_order_exchange(fd, fd, OXR_ROLE_PEER, OXR_ORDER_BYTE_NETWORK, TMO, order),
-		     OXR_OK);
-	depth_is(0, 0);
-	return fd;
 }
 
 /* SM_reset_102 on a plain link goes as ox_asir's (asir_reset_102): a rank
