@@ -8,7 +8,8 @@
  * oxr_crystal, ...).  Collectives are those of collectives/; a reset is
  * oxr_group_reset (SYNC_BALL drain, new epoch).
  *
- * Links are OpenXM links (ox_asir's bytes, TCP) unless the master gave a
+ * Links are OpenXM links (ox_asir's bytes, over TCP or, for a String port,
+ * a Unix-domain socket) unless the master gave a
  * token (oxr_set_token): then authenticated oxr links, upgraded to verbs
  * where both ends can.  Every argument is checked before any link is
  * touched, so a bad call fails alike on every rank that makes it.
@@ -101,52 +102,78 @@ static int all_oxr(const oxr_engine *e)
 	return e->have_token && !e->nplain;
 }
 
+/* Where a link is made: a TCP port, or a Unix-domain socket path when the
+ * master pushed the port as a CMO_STRING (asir's generate_port(1)). */
+struct where {
+	long port;
+	char *path;
+};
+
 /* The port and peer rank of an accept or a connect (it[0] peer, it[1] port). */
-static oxr_status_t link_args(oxr_engine *e, const struct sitem *it, long *port, long *peer,
+static oxr_status_t link_args(oxr_engine *e, const struct sitem *it, struct where *w, long *peer,
 			      const char *what)
 {
 	oxr_status_t st;
 
-	if (it[1].o->tag == OXR_CMO_STRING)
-		return oxr_err(OXR_ERR_UNSUPPORTED, "a String port (a Unix socket path) is not "
-			       "supported by oxr-server: give a TCP port number");
-	if ((st = eng_int_of(it[0].o, peer, "peer rank")) || (st = eng_int_of(it[1].o, port, "port")))
+	if ((st = eng_int_of(it[0].o, peer, "peer rank")))
 		return st;
-	if (*port < 0 || *port > 65535)
-		return oxr_err(OXR_ERR_INVAL, "port %ld is not a TCP port", *port);
+	if (it[1].o->tag == OXR_CMO_STRING) {
+		/* its length is checked against sun_path before any socket is made */
+		if ((st = eng_str_of(it[1].o, &w->path, "port (a Unix socket path)")))
+			return st;
+	} else {
+		if ((st = eng_int_of(it[1].o, &w->port, "port")))
+			return st;
+		if (w->port < 0 || w->port > 65535)
+			return oxr_err(OXR_ERR_INVAL, "port %ld is not a TCP port", w->port);
+	}
 	if ((st = need_group(e, what)))
 		return st;
 	return need_rank(e, *peer, what);
 }
 
+/* Nothing slow stands between the command and listen(): the context (the
+ * device probe) is made when the engine starts or at SM_set_rank_102, and a
+ * peer such as ox_asir gives its connect only about a second. */
 static oxr_status_t tcp_accept(oxr_engine *e)
 {
 	struct sitem it[2];
-	long peer, port;
+	struct where w = { 0, NULL };
+	long peer;
 	oxr_status_t st;
 
 	if ((st = eng_pop_n(e, 2, it, "SM_tcp_accept_102")))
 		return st;
-	st = link_args(e, it, &port, &peer, "accept");
+	if (!(st = link_args(e, it, &w, &peer, "accept")))
+		st = w.path ? oxr_link_accept_path(e->g, w.path, (int)peer, link_mode(e, peer),
+						   e->timeout_ms)
+			    : oxr_link_accept(e->g, (int)w.port, (int)peer, link_mode(e, peer),
+					      e->timeout_ms);
+	free(w.path);
 	eng_items_free(it, 2);
-	return st ? st : oxr_link_accept(e->g, (int)port, (int)peer, link_mode(e, peer),
-					 e->timeout_ms);
+	return st;
 }
 
 static oxr_status_t tcp_connect(oxr_engine *e)
 {
 	struct sitem it[3];
-	long peer, port;
+	struct where w = { 0, NULL };
+	long peer;
 	char *host = NULL;
 	oxr_status_t st;
 
 	if ((st = eng_pop_n(e, 3, it, "SM_tcp_connect_102")))
 		return st;
-	if (!(st = link_args(e, it, &port, &peer, "connect")) &&
-	    !(st = eng_str_of(it[2].o, &host, "host")))
-		st = oxr_link_connect(e->g, host, (int)port, (int)peer, link_mode(e, peer),
-				      e->timeout_ms);
+	if ((st = link_args(e, it, &w, &peer, "connect")))
+		;
+	else if (w.path) /* the host is ignored, as in asir (spawn102_local sends 0) */
+		st = oxr_link_connect_path(e->g, w.path, (int)peer, link_mode(e, peer),
+					   e->timeout_ms);
+	else if (it[2].o->tag == OXR_CMO_NULL || !(st = eng_str_of(it[2].o, &host, "host")))
+		st = oxr_link_connect(e->g, host ? host : "127.0.0.1", (int)w.port, (int)peer,
+				      link_mode(e, peer), e->timeout_ms);
 	free(host);
+	free(w.path);
 	eng_items_free(it, 3);
 	return st;
 }

@@ -325,10 +325,26 @@ Test(hostile, bad_commands_and_arguments_are_errors_and_the_server_goes_on)
 	push(0, "(CMO_NULL)");
 	cmd(0, OXR_SM_set_rank_102);
 	depth_is(0, 0);
-	push(0, "(CMO_STRING,\"/tmp/sock\")");
-	push(0, "(CMO_ZZ,1)");
-	cmd(0, OXR_SM_tcp_accept_102);
-	pop_error(0, "Unix socket path");
+	/* a String port is a Unix socket path: one too long for sun_path, or
+	 * one that exists (never unlinked: it may be someone else's), fails at once */
+	{
+		char lng[160], fn[] = "/tmp/oxr-test-exists-XXXXXX";
+		int f = mkstemp(fn);
+		cr_assert(f >= 0);
+		close(f);
+		snprintf(lng, sizeof(lng), "(CMO_STRING,\"/tmp/%0120d\")", 0);
+		push(0, lng);
+		push(0, "(CMO_ZZ,1)");
+		cmd(0, OXR_SM_tcp_accept_102);
+		pop_error(0, "sun_path");
+		snprintf(lng, sizeof(lng), "(CMO_STRING,\"%s\")", fn);
+		push(0, lng);
+		push(0, "(CMO_ZZ,1)");
+		cmd(0, OXR_SM_tcp_accept_102);
+		pop_error(0, "the path exists");
+		cr_assert_eq(access(fn, F_OK), 0, "the existing file is left alone");
+		unlink(fn);
+	}
 	push(0, "(CMO_ZZ,7)");
 	push(0, "(CMO_ZZ,0)");
 	cmd(0, OXR_SM_reduce_102);
@@ -526,35 +542,55 @@ Test(group, four_servers_through_every_rfc102_command_on_oxr_links, .timeout = 1
 	down();
 }
 
-/* The test is a plain RFC-102 peer, as ox_asir is: both sides write their
- * byte-order byte first, then plain OX messages. */
-Test(group, a_plain_rfc102_peer_speaks_with_a_server)
+static void is_text(const oxr_cmo *o, const char *want)
 {
-	int lfd, fd, order, port;
+	char *t = text_of(o);
+
+	cr_assert_str_eq(t, want);
+	free(t);
+}
+
+/* The test is rank `peer` of a group of 2 as ox_asir would be, linked to the
+ * server (rank 1 - peer) by a plain RFC-102 link; returns the socket. */
+static int plain_peer(int peer, int *order)
+{
+	int lfd, fd, port;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
-	oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 7 };
-	uint8_t *buf, got[256];
-	size_t len, have = 0;
-	char host[64];
+	char p[32];
 
-	up(1);
 	cr_assert((lfd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
 	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(lfd, 1), 0);
 	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	port = ntohs(sa.sin_port);
 	push(0, "(CMO_ZZ,2)");
-	push(0, "(CMO_ZZ,0)");
+	push(0, peer ? "(CMO_ZZ,0)" : "(CMO_ZZ,1)");
 	cmd(0, OXR_SM_set_rank_102);
 	push(0, "(CMO_STRING,\"127.0.0.1\")");
-	snprintf(host, sizeof(host), "(CMO_ZZ,%d)", port);
-	push(0, host);
-	push(0, "(CMO_ZZ,1)");
+	snprintf(p, sizeof(p), "(CMO_ZZ,%d)", port);
+	push(0, p);
+	push(0, peer ? "(CMO_ZZ,1)" : "(CMO_ZZ,0)");
 	cmd(0, OXR_SM_tcp_connect_102);
 	cr_assert((fd = accept(lfd, NULL, NULL)) >= 0);
-	cr_assert_eq(oxr_order_exchange(fd, fd, OXR_ROLE_PEER, OXR_ORDER_BYTE_NETWORK, TMO, &order),
+	close(lfd);
+	cr_assert_eq(oxr_order_exchange(fd, fd, OXR_ROLE_PEER, OXR_ORDER_BYTE_NETWORK, TMO, order),
 		     OXR_OK);
+	depth_is(0, 0);
+	return fd;
+}
+
+/* The test is a plain RFC-102 peer, as ox_asir is: both sides write their
+ * byte-order byte first, then plain OX messages. */
+Test(group, a_plain_rfc102_peer_speaks_with_a_server)
+{
+	int fd, order;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA, .serial = 7 };
+	uint8_t *buf, got[256];
+	size_t len, have = 0;
+
+	up(1);
+	fd = plain_peer(1, &order);
 	cr_assert_eq(order, OXR_ORDER_NETWORK, "a peer asking for network order gets it");
 	/* peer -> server: ox_recv_102(1) on the server */
 	m.cmo = T("(CMO_ZZ,123123)");
@@ -578,7 +614,96 @@ Test(group, a_plain_rfc102_peer_speaks_with_a_server)
 		cr_assert_arr_eq(got + 8, want_body, 12, "ZZ 123123 = 00000014 00000001 0001e0f3");
 	}
 	close(fd);
-	close(lfd);
+	down();
+}
+
+/* Ports as asir's spawn102_local gives them: CMO_STRING paths (Unix-domain
+ * sockets), the connector's host CMO_NULL.  The link carries a bcast and a
+ * reduce both ways, and the socket file is gone once the link is up. */
+Test(group, a_string_port_links_two_servers_over_a_unix_socket, .timeout = 60)
+{
+	char path[64], port[96];
+	int i;
+
+	snprintf(path, sizeof(path), "/tmp/oxr-test-%d.sock", (int)getpid());
+	snprintf(port, sizeof(port), "(CMO_STRING,\"%s\")", path);
+	up(2);
+	for (i = 0; i < 2; i++) {
+		push(i, "(CMO_ZZ,2)");
+		push(i, i ? "(CMO_ZZ,1)" : "(CMO_NULL)");
+		cmd(i, OXR_SM_set_rank_102);
+	}
+	push(0, port);
+	push(0, "(CMO_ZZ,1)");
+	cmd(0, OXR_SM_tcp_accept_102);
+	push(1, "(CMO_NULL)");
+	push(1, port);
+	push(1, "(CMO_NULL)");
+	cmd(1, OXR_SM_tcp_connect_102);
+	depth_is(0, 0);
+	depth_is(1, 0);
+	cr_assert_neq(access(path, F_OK), 0, "%s is removed once the link is up", path);
+	CALL(1, "oxr_link_transport", "(CMO_ZZ,0)");
+	pop_is(1, "(CMO_STRING,\"tcp\")");
+	push(1, "(CMO_ZZ,123456789012345678901234567890)");
+	push(0, "(CMO_ZZ,1)");
+	push(1, "(CMO_ZZ,1)");
+	cmd(0, OXR_SM_bcast_102);
+	cmd(1, OXR_SM_bcast_102);
+	pop_is(0, "(CMO_ZZ,123456789012345678901234567890)");
+	pop_is(1, "(CMO_ZZ,123456789012345678901234567890)");
+	for (i = 0; i < 2; i++) {
+		push(i, i ? "(CMO_ZZ,-5)" : "(CMO_ZZ,12)");
+		push(i, "(CMO_ZZ,0)");
+		push(i, "(CMO_STRING,\"+\")");
+		cmd(i, OXR_SM_reduce_102);
+	}
+	pop_is(0, "(CMO_ZZ,7)");
+	pop_is(1, "(CMO_NULL)");
+	down();
+}
+
+/* SM_reset_102 on a plain link goes as ox_asir's (asir_reset_102): a rank
+ * reads each lower rank's stream up to its OX_SYNC_BALL and sends one ball
+ * to each higher rank; no ball ever goes down, and none is waited for from
+ * above.  Server at rank 0 below the test: its ball comes up, it waits for
+ * none, and the next message is the data.  Server at rank 1: it drops what
+ * the test sent before its ball, and sends no ball down, so the test's
+ * next read (as asir's ox_recv_102) is the data, not a stale ball. */
+Test(group, a_plain_link_resets_in_asirs_order, .timeout = 60)
+{
+	oxr_ox_msg m;
+	int fd, order;
+
+	up(1);
+	fd = plain_peer(1, &order);
+	cmd(0, OXR_SM_reset_102);
+	depth_is(0, 0); /* done without a ball from above */
+	m = ox_recv(fd, order);
+	cr_assert_eq(m.tag, OXR_OX_SYNC_BALL, "rank 0 sends its ball up");
+	CALL(0, "ox_send_102", "(CMO_ZZ,1)", "(CMO_ZZ,5)");
+	pop_is(0, "(CMO_NULL)");
+	m = ox_recv(fd, order);
+	cr_assert_eq(m.tag, OXR_OX_DATA);
+	is_text(m.cmo, "(CMO_ZZ,5)");
+	close(fd);
+	down();
+
+	up(1);
+	fd = plain_peer(0, &order);
+	ox_send(fd, order, OXR_OX_DATA, 0, T("(CMO_ZZ,99)")); /* stale: before the ball */
+	ox_send(fd, order, OXR_OX_SYNC_BALL, 0, NULL);
+	ox_send(fd, order, OXR_OX_DATA, 0, T("(CMO_ZZ,8)"));  /* the new epoch's */
+	cmd(0, OXR_SM_reset_102);
+	depth_is(0, 0);
+	CALL(0, "ox_send_102", "(CMO_ZZ,0)", "(CMO_ZZ,6)");
+	pop_is(0, "(CMO_NULL)");
+	m = ox_recv(fd, order);
+	cr_assert_eq(m.tag, OXR_OX_DATA, "no ball goes down to rank 0 (tag %d)", m.tag);
+	is_text(m.cmo, "(CMO_ZZ,6)");
+	CALL(0, "ox_recv_102", "(CMO_ZZ,0)");
+	pop_is(0, "(CMO_ZZ,8)");
+	close(fd);
 	down();
 }
 

@@ -144,13 +144,20 @@ static oxr_status_t open_channels(const char *listen_port, const char *connect, 
 static int run_engine(int rfd, int wfd)
 {
 	oxr_engine *e;
+	oxr_ctx *ctx = NULL;
 	int order;
 	oxr_status_t st;
 
+	/* The context (the RDMA device probe, hwloc) now, while the master
+	 * waits for the byte-order byte, not between a later SM_tcp_accept_102
+	 * and listen(): an ox_asir peer gives its connect about a second.  If
+	 * it fails, SM_set_rank_102 tries again and tells the master why. */
+	if (oxr_ctx_create(&ctx))
+		ctx = NULL;
 	if ((st = oxr_order_exchange(rfd, wfd, OXR_ROLE_ENGINE, oxr_order_byte(OXR_ORDER_HOST),
 				     HANDSHAKE_MS, &order)))
 		return die("byte order on the data channel");
-	if ((st = oxr_engine_create(NULL, wfd, order, 0, &e)))
+	if ((st = oxr_engine_create(ctx, wfd, order, 0, &e)))
 		return die("engine");
 	reset_flag = oxr_engine_reset_flag(e);
 	if (early_reset)
@@ -160,6 +167,7 @@ static int run_engine(int rfd, int wfd)
 		fprintf(stderr, "oxr-server: %s\n", oxr_errmsg());
 	reset_flag = NULL;
 	oxr_engine_destroy(e);
+	oxr_ctx_destroy(ctx);
 	return st && st != OXR_ERR_CLOSED ? 1 : 0;
 }
 

@@ -147,47 +147,87 @@ static int check_mode(int mode)
 	return mode == OXR_LINK_AUTH || mode == OXR_LINK_OPENXM;
 }
 
+/* What an accept or a connect checks first (acceptor: peer_rank may be -1
+ * on authenticated links: any higher rank not yet linked). */
+static oxr_status_t check_link(oxr_group *g, int peer_rank, int mode, int acceptor,
+			       int *timeout_ms)
+{
+	const char *what = acceptor ? "accept" : "connect";
+
+	if (!check_mode(mode) || peer_rank >= g->size || peer_rank == g->rank ||
+	    (peer_rank < 0 && (!acceptor || mode == OXR_LINK_OPENXM)))
+		return oxr_err(OXR_ERR_INVAL, "%s: bad peer rank %d or mode %d (rank %d of %d)",
+			       what, peer_rank, mode, g->rank, g->size);
+	if (peer_rank >= 0 && g->links[peer_rank].state == LINK_OPEN)
+		return oxr_err(OXR_ERR_INVAL, "%s: a link to rank %d is already open", what,
+			       peer_rank);
+	if (*timeout_ms < 0)
+		*timeout_ms = g->ctx->link_timeout_ms;
+	return OXR_OK;
+}
+
 oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, int timeout_ms)
 {
 	struct listener *l;
 	char addr[64];
-	int fd, peer = peer_rank;
+	int fd;
 	oxr_status_t st;
 
-	if (!check_mode(mode) || (peer_rank < 0 && mode == OXR_LINK_OPENXM) ||
-	    peer_rank >= g->size || peer_rank == g->rank)
-		return oxr_err(OXR_ERR_INVAL, "accept: bad peer rank %d or mode %d (rank %d of %d)",
-			       peer_rank, mode, g->rank, g->size);
-	if (peer_rank >= 0 && g->links[peer_rank].state == LINK_OPEN)
-		return oxr_err(OXR_ERR_INVAL, "accept: a link to rank %d is already open", peer_rank);
-	if (timeout_ms < 0)
-		timeout_ms = g->ctx->link_timeout_ms;
-	if ((st = oxr_link_listen(g, port, &port)))
+	if ((st = check_link(g, peer_rank, mode, 1, &timeout_ms)) ||
+	    (st = oxr_link_listen(g, port, &port)))
 		return st;
 	l = find_listener(g, port);
 	if ((st = oxr_tcp_accept(l->fd, timeout_ms, &fd, addr, sizeof(addr))))
 		return st;
-	return open_link(g, fd, mode, 1, peer, addr, timeout_ms);
+	return open_link(g, fd, mode, 1, peer_rank, addr, timeout_ms);
 }
 
 oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
 			      int mode, int timeout_ms)
 {
 	char addr[64];
-	int fd, peer = peer_rank;
+	int fd;
 	oxr_status_t st;
 
-	if (!check_mode(mode) || peer_rank < 0 || peer_rank >= g->size || peer_rank == g->rank)
-		return oxr_err(OXR_ERR_INVAL, "connect: bad peer rank %d or mode %d (rank %d of %d)",
-			       peer_rank, mode, g->rank, g->size);
-	if (g->links[peer_rank].state == LINK_OPEN)
-		return oxr_err(OXR_ERR_INVAL, "connect: a link to rank %d is already open", peer_rank);
-	if (timeout_ms < 0)
-		timeout_ms = g->ctx->link_timeout_ms;
-	if ((st = oxr_tcp_connect(host, port, timeout_ms, &fd)))
+	if ((st = check_link(g, peer_rank, mode, 0, &timeout_ms)) ||
+	    (st = oxr_tcp_connect(host, port, timeout_ms, &fd)))
 		return st;
 	snprintf(addr, sizeof(addr), "%s:%d", host, port);
-	return open_link(g, fd, mode, 0, peer, addr, timeout_ms);
+	return open_link(g, fd, mode, 0, peer_rank, addr, timeout_ms);
+}
+
+oxr_status_t oxr_link_accept_path(oxr_group *g, const char *path, int peer_rank, int mode,
+				  int timeout_ms)
+{
+	char addr[64];
+	int lfd, fd;
+	oxr_status_t st;
+
+	if ((st = check_link(g, peer_rank, mode, 1, &timeout_ms)) ||
+	    (st = oxr_unix_listen(path, &lfd)))
+		return st;
+	st = oxr_tcp_accept(lfd, timeout_ms, &fd, addr, sizeof(addr));
+	/* one peer per path, as in asir; the file goes with the listener */
+	close(lfd);
+	unlink(path);
+	if (st)
+		return oxr_err(st, "accept on unix socket %s: %s", path, oxr_errmsg());
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	return open_link(g, fd, mode, 1, peer_rank, addr, timeout_ms);
+}
+
+oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank, int mode,
+				   int timeout_ms)
+{
+	char addr[64];
+	int fd;
+	oxr_status_t st;
+
+	if ((st = check_link(g, peer_rank, mode, 0, &timeout_ms)) ||
+	    (st = oxr_unix_connect(path, timeout_ms, &fd)))
+		return st;
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	return open_link(g, fd, mode, 0, peer_rank, addr, timeout_ms);
 }
 
 int oxr_link_is_open(const oxr_group *g, int peer)

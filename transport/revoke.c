@@ -22,7 +22,9 @@
  * each link up to the peer's OX_SYNC_BALL, discarding what came before.
  * RFC-102 orders these steps (lower rank first) because asir's writes
  * block; here a blocked write keeps reading, so writing all balls first
- * and then reading cannot deadlock.  Then the epoch goes up, the revoke is
+ * and then reading cannot deadlock.  On OpenXM links (an ox_asir may be at
+ * the other end) balls go only upwards, as in asir: a rank reads each lower
+ * rank's ball and writes one to each higher rank (ball_in, ball_out).  Then the epoch goes up, the revoke is
  * cleared, and every window is re-keyed with the new epoch (on verbs a new
  * registration, so an rkey of the old epoch is dead at the HCA, and new
  * window QPs, so no write posted in the old epoch can reach the new).
@@ -222,7 +224,25 @@ struct balls {
 	char msg[512]; /* st's message: the wait goes on after it */
 };
 
-/* Every open link has given its ball: what came before it is dropped. */
+/*
+ * Which way balls go on link p: both ways on oxr's own links; on OpenXM
+ * links as ox_asir does it (asir_reset_102), only from the lower rank to
+ * the higher.  An ox_asir never sends a ball down and never reads one from
+ * above: waiting for its ball hangs, and a ball sent down to it stays in
+ * its stream, where its next ox_recv_102 takes it for data.
+ */
+static int ball_out(const oxr_group *g, int p)
+{
+	return g->links[p].mode != OXR_LINK_OPENXM || p > g->rank;
+}
+
+static int ball_in(const oxr_group *g, int p)
+{
+	return g->links[p].mode != OXR_LINK_OPENXM || p < g->rank;
+}
+
+/* Every open link that owes a ball has given it: what came before it is
+ * dropped. */
 static int all_balls(void *arg)
 {
 	struct balls *b = arg;
@@ -231,15 +251,16 @@ static int all_balls(void *arg)
 
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
+		int owed = ball_in(g, p);
 		if (p == g->rank || l->state == LINK_NONE)
 			continue;
 		/* what the peer sent before it went comes first: its ball may be there */
-		while (!l->ball_seen && l->rq_head) {
+		while (owed && !l->ball_seen && l->rq_head) {
 			oxr_rmsg *m = oxr_link_take(l);
 			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
 			oxr_rmsg_free(m);
 		}
-		if (!l->ball_seen && l->state == LINK_FAILED) {
+		if ((!owed || !l->ball_seen) && l->state == LINK_FAILED) {
 			if (b->st == OXR_OK) {
 				b->st = OXR_ERR_PEER;
 				snprintf(b->msg, sizeof(b->msg), "reset: %s (a reset needs every "
@@ -251,10 +272,28 @@ static int all_balls(void *arg)
 			 * and that reset's own ball would then arrive as a message */
 			continue;
 		}
-		if (!l->ball_seen)
+		if (owed && !l->ball_seen)
 			all = 0;
 	}
 	return all;
+}
+
+/*
+ * An OpenXM link to a higher rank brings no ball: what it holds now is of
+ * the old epoch, since that peer cannot end its reset (and send anything
+ * new) before it has our ball, which goes out after this.  So it is
+ * dropped here; bytes still in flight from before the RFC-100 reset are
+ * the one thing no ball separates, as in asir.
+ */
+static void drop_from_above(oxr_group *g)
+{
+	int p;
+
+	(void)oxr_progress_once(g, 0);
+	for (p = g->rank + 1; p < g->size; p++)
+		if (!ball_in(g, p))
+			while (g->links[p].rq_head)
+				oxr_rmsg_free(oxr_link_take(&g->links[p]));
 }
 
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
@@ -268,9 +307,10 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	g->revoke_next = 0;
 	for (p = 0; p < g->size; p++)
 		g->links[p].ball_seen = 0;
+	drop_from_above(g);
 	/* a ball already queued (the peer entered the reset first) counts in all_balls */
 	for (p = 0; p < g->size && st == OXR_OK; p++)
-		if (p != g->rank && g->links[p].state == LINK_OPEN)
+		if (p != g->rank && g->links[p].state == LINK_OPEN && ball_out(g, p))
 			st = oxr_queue_internal(g, p, &ball);
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);

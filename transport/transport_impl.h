@@ -151,6 +151,11 @@ oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound);
 oxr_status_t oxr_tcp_accept(int lfd, int timeout_ms, int *fd, char *addr, size_t alen);
 oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd);
 void oxr_tcp_tune_link(const oxr_ctx *c, int fd);
+/* unix_link.c: the same over a Unix-domain socket path. */
+struct sockaddr_un;
+oxr_status_t oxr_unix_addr(const char *path, struct sockaddr_un *sa);
+oxr_status_t oxr_unix_listen(const char *path, int *fd);
+oxr_status_t oxr_unix_connect(const char *path, int timeout_ms, int *fd);
 /* Runs the byte-order exchange and, for OXR_LINK_AUTH, the token proof.
  * Acceptor: *peer is in/out (in: the rank it expects, -1 any higher than
  * mine not yet linked; out: the rank proved).  Fails with the reason. */

@@ -127,6 +127,14 @@ oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound);
 oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, int timeout_ms);
 oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
 			      int mode, int timeout_ms);
+/* The same over a Unix-domain socket path (an RFC-102 String port, as asir's
+ * generate_port(1) makes): accept binds and listens on path (which must
+ * not exist), takes one peer and removes path; connect retries until path
+ * accepts or timeout_ms passes.  A path longer than sun_path is an error. */
+oxr_status_t oxr_link_accept_path(oxr_group *g, const char *path, int peer_rank, int mode,
+				  int timeout_ms);
+oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank, int mode,
+				   int timeout_ms);
 /* 1 if a link to peer is open. */
 int oxr_link_is_open(const oxr_group *g, int peer);
 /* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
