@@ -6,4 +6,5 @@
 #include "oxr/cmo.h"
 #include "oxr/ox.h"
 #include "oxr/cmo_text.h"
+#include "oxr/params.h"
 #endif
