@@ -279,6 +279,13 @@ Test(params, engine_and_master_strict)
 	setenv("OXR_SERVER", longer, 1);
 	cr_assert_eq(oxr_master_launch(NULL, 1, &m), OXR_ERR_INVAL);
 	cr_assert(strstr(oxr_errmsg(), "OXR_SERVER=xxx"), "%s", oxr_errmsg());
+	/* oxr-server exits on any malformed knob (naming it on its stderr) */
+	setenv("OXR_SERVER", OXR_BIN_DIR "/oxr-server", 1);
+	setenv("OXR_BARRIER_RADIX", "1", 1);
+	cr_assert_neq(oxr_master_launch(NULL, 1, &m), OXR_OK);
+	unsetenv("OXR_BARRIER_RADIX");
+	cr_assert_eq(oxr_master_launch(NULL, 1, &m), OXR_OK, "%s", oxr_errmsg());
+	oxr_master_destroy(m, 5000);
 	unsetenv("OXR_SERVER");
 }
 
