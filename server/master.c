@@ -527,11 +527,16 @@ static oxr_status_t join(oxr_master *m, int i, int timeout_ms)
 }
 
 /* The link between servers lo < hi: hi connects to lo's port, lo accepts
- * it as rank hi; both checked before the next pair. */
+ * it as rank hi; both checked before the next pair.  A plain engine binds
+ * the port anew for each accept (ox_asir: without SO_REUSEADDR, and its
+ * accept loop spins forever when that bind fails), so it gets a fresh port
+ * for each link, as asir's own spawn102 gives it. */
 static oxr_status_t link_pair(oxr_master *m, int lo, int hi, int timeout_ms)
 {
 	oxr_status_t st;
 
+	if (m->s[lo].foreign && (m->port[lo] = free_port()) < 0)
+		return oxr_err(OXR_ERR_IO, "no free port for server %d", lo);
 	if ((st = push_int(m, lo, m->port[lo])) || (st = push_int(m, lo, hi)) ||
 	    (st = oxr_master_cmd(m, lo, OXR_SM_tcp_accept_102)) ||
 	    (st = push_str(m, hi, m->s[lo].host)) || (st = push_int(m, hi, m->port[lo])) ||
