@@ -63,8 +63,17 @@ static oxr_status_t combine(const struct combiner *c, const oxr_cmo *x, const ox
 	return OXR_OK;
 }
 
-/* data = data op y, the result copied whole into the other arena so that
- * neither the old partial nor the received message is needed any more. */
+/* A built-in op on numbers makes its result whole in the arena it is given,
+ * from nothing of its operands; a list from "append" and a user op's result
+ * may share parts of them. */
+static int self_contained(const struct combiner *c)
+{
+	return !c->fn && strcmp(c->op, "append") != 0;
+}
+
+/* data = data op y, the result whole in the other arena (copied there when
+ * it may share parts) so that neither the old partial nor the received
+ * message is needed any more. */
 static void step(struct state *s, const struct combiner *c, const oxr_cmo *y)
 {
 	oxr_cmo *tmp, *res;
@@ -80,7 +89,9 @@ static void step(struct state *s, const struct combiner *c, const oxr_cmo *y)
 		fail(s, st, oxr_errmsg());
 		return;
 	}
-	if ((st = oxr_cmo_copy(s->nxt, tmp, &res))) {
+	if (self_contained(c))
+		res = tmp;
+	else if ((st = oxr_cmo_copy(s->nxt, tmp, &res))) {
 		fail(s, st, oxr_errmsg());
 		return;
 	}

@@ -133,11 +133,144 @@ static oxr_status_t ints(int op, int32_t x, int32_t y, oxr_arena *a, oxr_cmo **o
 	return (*out = nomem(oxr_cmo_new_int32(a, r))) ? OXR_OK : OXR_ERR_NOMEM;
 }
 
+/*
+ * Integers where the ZZ words are limbs (ZZ_LIMBS_ARE_WORDS): no mpz_t, no
+ * conversion.  An operand's magnitude is read in place when its payload
+ * already is a limb array (host order, limb-aligned, whole limbs: what a
+ * received message or an earlier result usually is), else copied once into
+ * a scratch arena, whose big blocks come back warm from the arena cache
+ * (fresh malloc'ed pages cost more than the arithmetic).  "+" writes its
+ * result straight into the output arena with mpn_add / mpn_sub; the other
+ * ops work on read-only mpz views of the same limbs.
+ */
+struct mag {
+	const mp_limb_t *l; /* the magnitude, n limbs, no zero top limb */
+	mp_size_t n;
+	int neg;
+	mp_limb_t one;      /* an INT32's */
+};
+
+/* Words of a ZZ without zero top words (a decoded ZZ has none). */
+static size_t zz_nw(const oxr_cmo *o)
+{
+	size_t nw = o->len / 4;
+
+	while (nw && !oxr_load32(o->data + 4 * (nw - 1), o->order))
+		nw--;
+	return nw;
+}
+
+static oxr_status_t mag_of(const oxr_cmo *o, oxr_arena **tmp, struct mag *m)
+{
+	size_t nw, nl;
+	mp_limb_t *c;
+	oxr_status_t st;
+
+	if (o->tag != OXR_CMO_ZZ) { /* INT32, NULL, ZERO */
+		int32_t v = i32_of(o);
+		m->one = v < 0 ? (mp_limb_t)-(int64_t)v : (mp_limb_t)v;
+		m->l = &m->one;
+		m->n = v != 0;
+		m->neg = v < 0;
+		return OXR_OK;
+	}
+	nw = zz_nw(o);
+	nl = (nw * 4 + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t);
+	m->neg = o->v.i32 < 0;
+	m->n = (mp_size_t)nl;
+	m->one = 0;
+	m->l = &m->one;
+	if (!nw)
+		return OXR_OK;
+	if (o->order == OXR_ORDER_HOST && (nw * 4) % sizeof(mp_limb_t) == 0 &&
+	    (uintptr_t)o->data % _Alignof(mp_limb_t) == 0) {
+		m->l = (const mp_limb_t *)(const void *)o->data;
+		return OXR_OK;
+	}
+	if (!*tmp && (st = oxr_arena_create(tmp)))
+		return st;
+	if (!(c = oxr_arena_alloc(*tmp, nl * sizeof(mp_limb_t))))
+		return oxr_err(OXR_ERR_NOMEM, "reduce: out of memory");
+	c[nl - 1] = 0; /* the top half of the last limb when nw is odd */
+	oxr_copy_elems(c, o->data, nw, 4, o->order, OXR_ORDER_HOST);
+	m->l = c;
+	return OXR_OK;
+}
+
+/* |x| against |y|: <0, 0, >0 */
+static int mag_cmp(const struct mag *x, const struct mag *y)
+{
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return x->n ? mpn_cmp(x->l, y->l, x->n) : 0;
+}
+
+/* x + y into a: the result's limbs are allocated there and written once. */
+static oxr_status_t mag_add(const struct mag *x, const struct mag *y, oxr_arena *a,
+			    oxr_cmo **out)
+{
+	const struct mag *b = x, *s = y; /* the bigger magnitude, the smaller */
+	int sub = x->neg != y->neg, c = mag_cmp(x, y);
+	mp_limb_t *r;
+	mp_size_t n;
+
+	if (c < 0)
+		b = y, s = x;
+	if (sub && c == 0)
+		return (*out = nomem(oxr_cmo_zz_on_limbs(a, NULL, 0, 0))) ? OXR_OK : OXR_ERR_NOMEM;
+	n = b->n + !sub;
+	if (!(r = oxr_arena_alloc(a, (size_t)n * sizeof(*r))))
+		return oxr_err(OXR_ERR_NOMEM, "reduce: out of memory");
+	if (!s->n)
+		memcpy(r, b->l, (size_t)b->n * sizeof(*r));
+	else if (sub)
+		mpn_sub(r, b->l, b->n, s->l, s->n); /* |b| > |s|: no borrow */
+	else
+		r[b->n] = mpn_add(r, b->l, b->n, s->l, s->n);
+	if (!sub && !s->n)
+		r[b->n] = 0;
+	*out = nomem(oxr_cmo_zz_on_limbs(a, r, (size_t)n, b->neg));
+	return *out ? OXR_OK : OXR_ERR_NOMEM;
+}
+
+static oxr_status_t zzs_limbs(int op, const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a,
+			      oxr_cmo **out)
+{
+	oxr_arena *tmp = NULL;
+	struct mag mx, my;
+	mpz_t vx, vy, r;
+	mpz_srcptr pick;
+	oxr_status_t st;
+
+	if ((st = mag_of(x, &tmp, &mx)) || (st = mag_of(y, &tmp, &my)))
+		goto done;
+	if (op == OP_ADD) {
+		st = mag_add(&mx, &my, a, out);
+		goto done;
+	}
+	mpz_roinit_n(vx, mx.l, mx.neg ? -mx.n : mx.n);
+	mpz_roinit_n(vy, my.l, my.neg ? -my.n : my.n);
+	if (op == OP_MUL) {
+		mpz_init(r);
+		mpz_mul(r, vx, vy);
+		st = (*out = nomem(oxr_cmo_new_zz(a, r))) ? OXR_OK : OXR_ERR_NOMEM;
+		mpz_clear(r);
+		goto done;
+	}
+	pick = (mpz_cmp(vy, vx) > 0) == (op == OP_MAX) ? vy : vx;
+	st = (*out = nomem(oxr_cmo_new_zz(a, pick))) ? OXR_OK : OXR_ERR_NOMEM;
+done:
+	oxr_arena_destroy(tmp);
+	return st;
+}
+
 static oxr_status_t zzs(int op, const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a, oxr_cmo **out)
 {
 	mpz_t zx, zy;
 	oxr_status_t st;
 
+	if (ZZ_LIMBS_ARE_WORDS)
+		return zzs_limbs(op, x, y, a, out);
 	mpz_inits(zx, zy, NULL);
 	if (!(st = get_z(x, zx)) && !(st = get_z(y, zy))) {
 		switch (op) {
