@@ -46,12 +46,16 @@ static oxr_cmo **val;    /* server i's operand */
 static mpz_t sum;        /* their sum */
 static int n, checked;
 
+static void __attribute__((noreturn)) fail(oxr_status_t st, const char *what)
+{
+	fprintf(stderr, "bench_rfc100: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
+	exit(1);
+}
+
 static void check(oxr_status_t st, const char *what)
 {
-	if (st) {
-		fprintf(stderr, "bench_rfc100: %s: %s (%s)\n", what, oxr_strerror(st), oxr_errmsg());
-		exit(1);
-	}
+	if (st)
+		fail(st, what);
 }
 
 /* server i's operand: i + 1, or a D-digit integer of its own */
@@ -233,7 +237,7 @@ int main(int argc, char **argv)
 			size_t bytes = strtoull(p, &end, 10);
 			oxr_cmo *x;
 			if (end == p || !(buf = calloc(1, bytes + 1)))
-				check(OXR_ERR_INVAL, "--sizes");
+				fail(OXR_ERR_INVAL, "--sizes");
 			x = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, buf, bytes);
 			check(x ? OXR_OK : OXR_ERR_NOMEM, "datum");
 			bcast_rows("bcast", x, bytes, impl, warm, iters, t);
