@@ -151,17 +151,29 @@ oxr_cmo *oxr_cmo_new_string(oxr_arena *a, const char *s)
 	return oxr_cmo_new_bytes(a, OXR_CMO_STRING, s, strlen(s));
 }
 
-/*
- * GMP's import/export run a slow generic loop unless the word size equals the
- * limb size; CMO words are 32 bits.  On a little-endian host without nails
- * the limb array already is the CMO word array, so copy it directly (about
- * 25x faster for a 1 MB number).
- */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && GMP_NAIL_BITS == 0
-#define ZZ_LIMBS_ARE_WORDS 1
-#else
-#define ZZ_LIMBS_ARE_WORDS 0
-#endif
+oxr_cmo *oxr_cmo_zz_on_limbs(oxr_arena *a, const mp_limb_t *l, size_t n, int neg)
+{
+	size_t nw;
+	oxr_cmo *o;
+
+	if (!ZZ_LIMBS_ARE_WORDS)
+		return NULL;
+	while (n && !l[n - 1])
+		n--;
+	nw = n * (sizeof(*l) / 4);
+	while (nw && !oxr_load32((const uint8_t *)l + 4 * (nw - 1), OXR_ORDER_HOST))
+		nw--;
+	if (nw > INT32_MAX) {
+		oxr_err(OXR_ERR_LIMIT, "a CMO_ZZ of %zu words is too long", nw);
+		return NULL;
+	}
+	if (!(o = new_obj(a, OXR_CMO_ZZ)))
+		return NULL;
+	o->data = nw ? (const uint8_t *)l : NULL;
+	o->len = nw * 4;
+	o->v.i32 = neg ? -(int32_t)nw : (int32_t)nw;
+	return o;
+}
 
 oxr_cmo *oxr_cmo_new_zz(oxr_arena *a, mpz_srcptr z)
 {

@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <gmp.h>
+
+#include "oxr/cmo.h"
 #include "oxr/status.h"
 
 /* Records the detail for oxr_errmsg() and returns status. */
@@ -64,6 +67,23 @@ static inline void oxr_store64(void *p, uint64_t v, int order)
 #endif
 	memcpy(p, &v, 8);
 }
+
+/*
+ * GMP's import/export run a slow generic loop unless the word size equals the
+ * limb size; CMO words are 32 bits.  On a little-endian host without nails
+ * the limb array already is the CMO word array (the low word of a 64-bit limb
+ * first), so ZZ payloads and limbs convert by a copy, or none.
+ */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && GMP_NAIL_BITS == 0
+#define ZZ_LIMBS_ARE_WORDS 1
+#else
+#define ZZ_LIMBS_ARE_WORDS 0
+#endif
+
+/* A CMO_ZZ whose payload is the n limbs at l, not copied: l must live as
+ * long as the object (in the same arena, say).  Zero top limbs are
+ * dropped; neg: negative.  Only where ZZ_LIMBS_ARE_WORDS (NULL elsewhere). */
+oxr_cmo *oxr_cmo_zz_on_limbs(oxr_arena *a, const mp_limb_t *l, size_t n, int neg);
 
 /* Copies n elements of elem bytes (1, 4 or 8) from one byte order to another. */
 void oxr_copy_elems(void *dst, const void *src, size_t n, size_t elem,

@@ -35,6 +35,9 @@ struct state {
 	int root, n, rel, timeout_ms;
 	const oxr_cmo *data;       /* the partial: the caller's input, or in cur */
 	oxr_arena *cur, *nxt;
+	oxr_arena *out;            /* the root's: its last step's result goes there */
+	int last;                  /* this step is the root's last */
+	oxr_cmo *result;           /* that result */
 	oxr_status_t err;          /* first error seen here, with its message */
 	char msg[512];
 };
@@ -63,12 +66,22 @@ static oxr_status_t combine(const struct combiner *c, const oxr_cmo *x, const ox
 	return OXR_OK;
 }
 
-/* data = data op y, the result copied whole into the other arena so that
- * neither the old partial nor the received message is needed any more. */
+/* A built-in op on numbers makes its result whole in the arena it is given,
+ * from nothing of its operands; a list from "append" and a user op's result
+ * may share parts of them. */
+static int self_contained(const struct combiner *c)
+{
+	return !c->fn && strcmp(c->op, "append") != 0;
+}
+
+/* data = data op y, the result whole in the other arena (copied there when
+ * it may share parts) so that neither the old partial nor the received
+ * message is needed any more; the root's last result straight in the
+ * caller's arena. */
 static void step(struct state *s, const struct combiner *c, const oxr_cmo *y)
 {
 	oxr_cmo *tmp, *res;
-	oxr_arena *t;
+	oxr_arena *t, *dst;
 	oxr_status_t st;
 
 	if ((!s->cur && (st = oxr_arena_create(&s->cur))) ||
@@ -76,12 +89,19 @@ static void step(struct state *s, const struct combiner *c, const oxr_cmo *y)
 		fail(s, st, oxr_errmsg());
 		return;
 	}
-	if ((st = combine(c, s->data, y, s->nxt, &tmp))) {
+	dst = s->last ? s->out : s->nxt;
+	if ((st = combine(c, s->data, y, self_contained(c) ? dst : s->nxt, &tmp))) {
 		fail(s, st, oxr_errmsg());
 		return;
 	}
-	if ((st = oxr_cmo_copy(s->nxt, tmp, &res))) {
+	if (self_contained(c))
+		res = tmp;
+	else if ((st = oxr_cmo_copy(dst, tmp, &res))) {
 		fail(s, st, oxr_errmsg());
+		return;
+	}
+	if (dst == s->out) {
+		s->data = s->result = res;
 		return;
 	}
 	oxr_arena_reset(s->cur);
@@ -150,7 +170,7 @@ static oxr_status_t to_parent(struct state *s, int parent)
 static oxr_status_t run(oxr_group *g, int root, const struct combiner *c, const oxr_cmo *in,
 			oxr_cmo **out, oxr_arena *a, int timeout_ms)
 {
-	struct state s = { .g = g, .root = root, .timeout_ms = timeout_ms, .data = in };
+	struct state s = { .g = g, .root = root, .timeout_ms = timeout_ms, .data = in, .out = a };
 	oxr_status_t st = OXR_OK;
 	int mask;
 
@@ -163,10 +183,13 @@ static oxr_status_t run(oxr_group *g, int root, const struct combiner *c, const 
 			st = to_parent(&s, bc_abs(s.rel - mask, root, s.n));
 			break;
 		}
+		s.last = s.rel == 0 && mask >= s.n - mask; /* no child at 2 mask */
 		if (s.rel + mask < s.n)
 			from_child(&s, c, bc_abs(s.rel + mask, root, s.n));
 	}
-	if (st == OXR_OK && s.rel == 0 && !s.err && (st = oxr_cmo_copy(a, s.data, out)))
+	if (st == OXR_OK && s.rel == 0 && !s.err && s.result)
+		*out = s.result;
+	else if (st == OXR_OK && s.rel == 0 && !s.err && (st = oxr_cmo_copy(a, s.data, out)))
 		fail(&s, st, oxr_errmsg());
 	oxr_arena_destroy(s.cur);
 	oxr_arena_destroy(s.nxt);

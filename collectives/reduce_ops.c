@@ -133,11 +133,213 @@ static oxr_status_t ints(int op, int32_t x, int32_t y, oxr_arena *a, oxr_cmo **o
 	return (*out = nomem(oxr_cmo_new_int32(a, r))) ? OXR_OK : OXR_ERR_NOMEM;
 }
 
+/*
+ * Integers where the ZZ words are limbs (ZZ_LIMBS_ARE_WORDS): no mpz_t, no
+ * conversion.  An operand's magnitude is read in place when its payload is
+ * in host order and limb-aligned (what a received message, a pushed object
+ * and an earlier result are): its whole limbs, and above them, when the
+ * word count is odd (half of all sizes, 10^6 digits among them), the top
+ * word as a half limb, which is never read as part of a limb since the
+ * bytes after it may not be ours.  Anything else is copied once into a
+ * scratch arena, whose big blocks come back warm from the arena cache
+ * (fresh malloc'ed pages cost more than the arithmetic).
+ *
+ * "+" writes the result once, straight into the output arena: the whole
+ * limbs of both operands by mpn_add / mpn_sub, then each half-limb top
+ * added (or subtracted) at its place.  All of it is computed modulo
+ * B^rn, rn limbs being enough for the true result, so an intermediate
+ * that is negative or carries out of rn needs no care.  The other ops work
+ * on read-only mpz views of contiguous copies.
+ */
+struct mag {
+	const mp_limb_t *l; /* w whole limbs */
+	mp_size_t w;
+	mp_limb_t top;      /* the half limb above them, 0 when none */
+	int neg;
+	mp_limb_t one;      /* an INT32's magnitude */
+};
+
+/* limbs the magnitude takes: the value is below B^mag_len */
+static mp_size_t mag_len(const struct mag *m) { return m->w + (m->top != 0); }
+
+static mp_limb_t limb_at(const struct mag *m, mp_size_t i)
+{
+	return i < m->w ? m->l[i] : i == m->w ? m->top : 0;
+}
+
+/* Words of a ZZ without zero top words (a decoded ZZ has none). */
+static size_t zz_nw(const oxr_cmo *o)
+{
+	size_t nw = o->len / 4;
+
+	while (nw && !oxr_load32(o->data + 4 * (nw - 1), o->order))
+		nw--;
+	return nw;
+}
+
+/* contiguous: no half-limb top (a copy where there would be one) */
+static oxr_status_t mag_of(const oxr_cmo *o, oxr_arena **tmp, int contiguous, struct mag *m)
+{
+	const size_t per = sizeof(mp_limb_t) / 4;
+	size_t nw, nl;
+	mp_limb_t *c;
+	oxr_status_t st;
+
+	m->top = 0;
+	m->one = 0;
+	m->l = &m->one;
+	if (o->tag != OXR_CMO_ZZ) { /* INT32, NULL, ZERO */
+		int32_t v = i32_of(o);
+		m->one = v < 0 ? (mp_limb_t)-(int64_t)v : (mp_limb_t)v;
+		m->w = v != 0;
+		m->neg = v < 0;
+		return OXR_OK;
+	}
+	nw = zz_nw(o);
+	m->neg = o->v.i32 < 0;
+	m->w = 0;
+	if (!nw)
+		return OXR_OK;
+	if (o->order == OXR_ORDER_HOST && (uintptr_t)o->data % _Alignof(mp_limb_t) == 0 &&
+	    (!contiguous || nw % per == 0)) {
+		m->l = (const mp_limb_t *)(const void *)o->data;
+		m->w = (mp_size_t)(nw / per);
+		if (nw % per)
+			m->top = oxr_load32(o->data + 4 * (nw - 1), OXR_ORDER_HOST);
+		return OXR_OK;
+	}
+	nl = (nw + per - 1) / per;
+	if (!*tmp && (st = oxr_arena_create(tmp)))
+		return st;
+	if (!(c = oxr_arena_alloc(*tmp, nl * sizeof(mp_limb_t))))
+		return oxr_err(OXR_ERR_NOMEM, "reduce: out of memory");
+	c[nl - 1] = 0; /* the top half of the last limb when nw is odd */
+	oxr_copy_elems(c, o->data, nw, 4, o->order, OXR_ORDER_HOST);
+	m->l = c;
+	m->w = (mp_size_t)nl;
+	return OXR_OK;
+}
+
+/* |x| against |y|: <0, 0, >0 */
+static int mag_cmp(const struct mag *x, const struct mag *y)
+{
+	mp_size_t n = mag_len(x), i, low = x->w < y->w ? x->w : y->w;
+
+	if (n != mag_len(y))
+		return n < mag_len(y) ? -1 : 1;
+	for (i = n - 1; i >= low; i--) /* the tops: two limbs at most */
+		if (limb_at(x, i) != limb_at(y, i))
+			return limb_at(x, i) < limb_at(y, i) ? -1 : 1;
+	return i >= 0 ? mpn_cmp(x->l, y->l, i + 1) : 0;
+}
+
+/* r (rn limbs) = whole limbs of x + those of y */
+static void whole_add(mp_limb_t *r, mp_size_t rn, const struct mag *x, const struct mag *y)
+{
+	const struct mag *b = x->w >= y->w ? x : y, *s = b == x ? y : x;
+
+	if (s->w)
+		r[b->w] = mpn_add(r, b->l, b->w, s->l, s->w);
+	else if (b->w)
+		memcpy(r, b->l, (size_t)b->w * sizeof(*r)), r[b->w] = 0;
+	else
+		r[0] = 0;
+	if (rn > b->w + 1)
+		memset(r + b->w + 1, 0, (size_t)(rn - b->w - 1) * sizeof(*r));
+}
+
+/* r (rn limbs) = whole limbs of x - those of y, modulo B^rn */
+static void whole_sub(mp_limb_t *r, mp_size_t rn, const struct mag *x, const struct mag *y)
+{
+	int swap = x->w < y->w;
+	const struct mag *b = swap ? y : x, *s = swap ? x : y;
+	mp_limb_t borrow = 0;
+
+	if (s->w)
+		borrow = mpn_sub(r, b->l, b->w, s->l, s->w);
+	else if (b->w)
+		memcpy(r, b->l, (size_t)b->w * sizeof(*r));
+	if (rn > b->w)
+		memset(r + b->w, borrow ? 0xff : 0, (size_t)(rn - b->w) * sizeof(*r));
+	if (swap)
+		mpn_neg(r, r, rn);
+}
+
+/* x + y into a: the result's limbs are allocated there and written once. */
+static oxr_status_t mag_add(const struct mag *x, const struct mag *y, oxr_arena *a,
+			    oxr_cmo **out)
+{
+	const struct mag *b = x, *s = y; /* the bigger magnitude, the smaller */
+	int sub = x->neg != y->neg, c = mag_cmp(x, y);
+	mp_limb_t *r;
+	mp_size_t rn;
+
+	if (c < 0)
+		b = y, s = x;
+	if (sub && c == 0)
+		return (*out = nomem(oxr_cmo_zz_on_limbs(a, NULL, 0, 0))) ? OXR_OK : OXR_ERR_NOMEM;
+	/* the sum is below B^(len b + 1), the difference below B^(len b); rn
+	 * also holds the whole limbs of both (w <= len) and the carry of their
+	 * sum */
+	rn = mag_len(b) + !sub;
+	if (!(r = oxr_arena_alloc(a, (size_t)rn * sizeof(*r))))
+		return oxr_err(OXR_ERR_NOMEM, "reduce: out of memory");
+	if (sub) {
+		whole_sub(r, rn, b, s);
+		if (b->top)
+			mpn_add_1(r + b->w, r + b->w, rn - b->w, b->top);
+		if (s->top)
+			mpn_sub_1(r + s->w, r + s->w, rn - s->w, s->top);
+	} else {
+		whole_add(r, rn, b, s);
+		if (b->top)
+			mpn_add_1(r + b->w, r + b->w, rn - b->w, b->top);
+		if (s->top)
+			mpn_add_1(r + s->w, r + s->w, rn - s->w, s->top);
+	}
+	*out = nomem(oxr_cmo_zz_on_limbs(a, r, (size_t)rn, b->neg));
+	return *out ? OXR_OK : OXR_ERR_NOMEM;
+}
+
+static oxr_status_t zzs_limbs(int op, const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a,
+			      oxr_cmo **out)
+{
+	int contiguous = op != OP_ADD;
+	oxr_arena *tmp = NULL;
+	struct mag mx, my;
+	mpz_t vx, vy, r;
+	mpz_srcptr pick;
+	oxr_status_t st;
+
+	if ((st = mag_of(x, &tmp, contiguous, &mx)) || (st = mag_of(y, &tmp, contiguous, &my)))
+		goto done;
+	if (op == OP_ADD) {
+		st = mag_add(&mx, &my, a, out);
+		goto done;
+	}
+	mpz_roinit_n(vx, mx.l, mx.neg ? -mx.w : mx.w);
+	mpz_roinit_n(vy, my.l, my.neg ? -my.w : my.w);
+	if (op == OP_MUL) {
+		mpz_init(r);
+		mpz_mul(r, vx, vy);
+		st = (*out = nomem(oxr_cmo_new_zz(a, r))) ? OXR_OK : OXR_ERR_NOMEM;
+		mpz_clear(r);
+		goto done;
+	}
+	pick = (mpz_cmp(vy, vx) > 0) == (op == OP_MAX) ? vy : vx;
+	st = (*out = nomem(oxr_cmo_new_zz(a, pick))) ? OXR_OK : OXR_ERR_NOMEM;
+done:
+	oxr_arena_destroy(tmp);
+	return st;
+}
+
 static oxr_status_t zzs(int op, const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a, oxr_cmo **out)
 {
 	mpz_t zx, zy;
 	oxr_status_t st;
 
+	if (ZZ_LIMBS_ARE_WORDS)
+		return zzs_limbs(op, x, y, a, out);
 	mpz_inits(zx, zy, NULL);
 	if (!(st = get_z(x, zx)) && !(st = get_z(y, zy))) {
 		switch (op) {
