@@ -2,8 +2,16 @@
 /* oxr: everything public. */
 #ifndef OXR_OXR_H
 #define OXR_OXR_H
+#include "oxr/api.h"
 #include "oxr/status.h"
 #include "oxr/cmo.h"
 #include "oxr/ox.h"
 #include "oxr/cmo_text.h"
+#include "oxr/boot.h"
+#include "oxr/transport.h"
+#include "oxr/bcast.h"
+#include "oxr/barrier.h"
+#include "oxr/crystal.h"
+#include "oxr/server.h"
+#include "oxr/master.h"
 #endif
