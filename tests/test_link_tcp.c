@@ -314,6 +314,68 @@ Test(link, nonblocking_calls)
 	free_pair(&p);
 }
 
+static oxr_status_t send_int(oxr_group *g, int peer, oxr_arena *ar, int32_t v)
+{
+	oxr_ox_msg m = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_int32(ar, v) };
+
+	return oxr_send(g, peer, &m);
+}
+
+static void expect_int(oxr_rmsg *m, int32_t v, const char *what)
+{
+	cr_assert_not_null(m, "%s: no message", what);
+	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32, "%s", what);
+	cr_assert_eq(m->msg.cmo->v.i32, v, "%s: got %d, want %d", what, m->msg.cmo->v.i32, v);
+	oxr_rmsg_free(m);
+}
+
+/* MPI's non-overtaking rule: receives posted for one peer take its messages
+ * in the order they were posted, whichever is tested or waited on first; a
+ * blocking receive comes after the posted ones, and a freed one takes none. */
+Test(link, posted_receives_match_in_posting_order)
+{
+	struct pair p;
+	oxr_arena *ar;
+	oxr_req *r[4], *late;
+	oxr_rmsg *m;
+	int i, done;
+
+	make_pair(&p, 2, "little", "little");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(oxr_irecv(p.a, 1, &r[i]), OXR_OK);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(send_int(p.b, 0, ar, i), OXR_OK, "%s", oxr_errmsg());
+	do
+		cr_assert_geq(oxr_req_test(r[3], &done), 0, "%s", oxr_errmsg());
+	while (!done);
+	expect_int(oxr_req_take(r[3]), 3, "the fourth receive, tested first");
+	for (i = 2; i >= 0; i--) {
+		cr_assert_eq(oxr_req_wait(r[i], 5000), OXR_OK, "%s", oxr_errmsg());
+		expect_int(oxr_req_take(r[i]), i, "a receive waited on in reverse");
+	}
+	for (i = 0; i < 4; i++)
+		oxr_req_free(r[i]);
+
+	cr_assert_eq(oxr_irecv(p.a, 1, &late), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, ar, 4), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, ar, 5), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	expect_int(m, 5, "a blocking receive after a posted one");
+	cr_assert_eq(oxr_req_wait(late, 5000), OXR_OK, "%s", oxr_errmsg());
+	expect_int(oxr_req_take(late), 4, "the posted receive");
+	oxr_req_free(late);
+
+	cr_assert_eq(oxr_irecv(p.a, 1, &late), OXR_OK);
+	oxr_req_free(late);
+	cr_assert_eq(send_int(p.b, 0, ar, 6), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	expect_int(m, 6, "a receive freed unmatched takes nothing");
+	oxr_arena_destroy(ar);
+	free_pair(&p);
+}
+
 Test(link, context_rejects_bad_environment)
 {
 	oxr_ctx *c;

@@ -167,7 +167,9 @@ OXR_API oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m);
 OXR_API oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out);
 
 /* Non-blocking forms.  The message and the memory of its CMO must stay
- * valid until the request completes. */
+ * valid until the request completes.  Receives from one peer get its
+ * messages in the order they were posted, whichever is tested first; an
+ * oxr_recv comes after the receives already posted. */
 typedef struct oxr_req oxr_req;
 OXR_API oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req);
 OXR_API oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req);
