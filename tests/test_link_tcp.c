@@ -540,9 +540,9 @@ Test(link, puts_land_in_order_with_notifications)
 	free_pair(&p);
 }
 
-/* oxr_put_quiet on TCP: in the stream like a put, landed by the target's
+/* oxr_put_nonotify on TCP: in the stream like a put, landed by the target's
  * progress, in order with puts and messages, and no note for it. */
-Test(link, a_quiet_put_lands_in_order_without_a_note)
+Test(link, a_nonotify_put_lands_in_order_without_a_note)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -554,28 +554,28 @@ Test(link, a_quiet_put_lands_in_order_without_a_note)
 	make_pair(&p, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	windows(&p, &wa, &wb);
-	/* (quiet puts first: on verbs one after a stream put waits for a fence
+	/* (puts without a note first: on verbs one after a stream put waits for a fence
 	 * this one-threaded target would never answer) */
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 10, "quiet", 5), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4092, "tail", 4), OXR_OK);
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 10, "plain", 5), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 4092, "tail", 4), OXR_OK);
 	cr_assert_eq(oxr_put(p.b, 0, 7, 12, "LOUD", 4, 3), OXR_OK);
 	cr_assert_eq(oxr_send(p.b, 0, &msg), OXR_OK);
 	/* a target that polls its memory drives the engine itself */
 	while (memcmp((char *)wa.base + 4092, "tail", 4) && spins++ < 1000000)
 		cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
-	cr_assert(!memcmp((char *)wa.base + 10, "quLOUD", 6), "the later put wrote over the first");
+	cr_assert(!memcmp((char *)wa.base + 10, "plLOUD", 6), "the later put wrote over the first");
 	cr_assert_eq(n.value, 3);
 	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "one note only: the loud put's");
 	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK);
 	oxr_rmsg_free(m);
 	/* the target's engine counts what it lands itself: on verbs the HCA
-	 * lands quiet puts, and only the loud one passes through the engine */
+	 * lands puts without a note, and only the loud one passes through the engine */
 	cr_assert_eq(oxr_win_landed(wa.w), strcmp(oxr_ctx_transport(p.ca), "verbs") ? 3 : 1);
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4093, "tail", 4), OXR_ERR_INVAL, "bounds");
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 4093, "tail", 4), OXR_ERR_INVAL, "bounds");
 	cr_assert(strstr(oxr_errmsg(), "do not fit window 7"), "%s", oxr_errmsg());
 	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
 	cr_assert_eq(oxr_group_progress(p.b), OXR_ERR_REVOKED);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);

@@ -223,7 +223,7 @@ OXR_API oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offse
  * progress engine reads it, so a target that polls its memory calls
  * oxr_group_progress in the loop (a CQ poll on verbs).  Ordered with the origin's
  * earlier puts to that peer; counted by oxr_win_landed only on TCP. */
-OXR_API oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset,
+OXR_API oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offset,
 				   const void *src, size_t len);
 /* The next landed put's note (remote completion at the target). */
 OXR_API oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
