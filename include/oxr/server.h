@@ -71,6 +71,18 @@ OXR_API const oxr_cmo *oxr_engine_peek(const oxr_engine *e, size_t i);
 /* The engine's mathcap (CMO_MATHCAP), built into a. */
 OXR_API oxr_cmo *oxr_engine_mathcap(oxr_arena *a);
 
+/* An engine's channels to its master, as OpenXM's ox launcher opens them
+ * (oxr-server --listen/--connect).  pw, when not NULL, is the launcher's
+ * one-time password: whoever connects writes it and a NUL, the acceptor
+ * checks it (within 30 s) and fails with OXR_ERR_AUTH when it differs. */
+/* Listens on port (0: the OS picks); *bound gets the port. */
+OXR_API oxr_status_t oxr_channel_listen(int port, int *lfd, int *bound);
+/* One channel from lfd; timeout_ms < 0 waits forever for the connection. */
+OXR_API oxr_status_t oxr_channel_accept(int lfd, const char *pw, int timeout_ms, int *fd);
+/* One channel to "HOST:PORT", connected within timeout_ms. */
+OXR_API oxr_status_t oxr_channel_connect(const char *host_port, const char *pw, int timeout_ms,
+					 int *fd);
+
 #ifdef __cplusplus
 }
 #endif
