@@ -47,6 +47,11 @@ void oxr_group_destroy(oxr_group *g)
 
 	if (!g)
 		return;
+	/* receives still posted end here, so freeing them later is safe */
+	for (; g->posted; g->posted = g->posted->next_posted) {
+		g->posted->st = OXR_ERR_CLOSED;
+		g->posted->done = 1;
+	}
 	oxr_say_bye(g);
 	for (i = 0; i < g->size; i++)
 		oxr_link_drain(g, &g->links[i]);
