@@ -832,36 +832,4 @@ void oxr_cmo_limits_default(oxr_cmo_limits *lim)
 	lim->prealloc_bytes = OXR_CMO_DEFAULT_PREALLOC_BYTES;
 }
 
-static oxr_status_t env_u64(const char *name, uint64_t lo, uint64_t hi, uint64_t *v)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long x;
-
-	if (!s || !*s)
-		return OXR_OK;
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || *end || s[0] == '-' || x < lo || x > hi)
-		return oxr_err(OXR_ERR_INVAL, "%s=%s: expected a whole number from %" PRIu64
-			       " to %" PRIu64, name, s, lo, hi);
-	*v = x;
-	return OXR_OK;
-}
-
-oxr_status_t oxr_cmo_limits_from_env(oxr_cmo_limits *lim)
-{
-	uint64_t depth;
-	oxr_status_t st;
-
-	oxr_cmo_limits_default(lim);
-	depth = lim->max_depth;
-	if ((st = env_u64("OXR_CMO_MAX_DEPTH", 1, 1u << 20, &depth)) ||
-	    (st = env_u64("OXR_CMO_MAX_OBJECT_BYTES", 0, INT32_MAX * 8ull, &lim->max_object_bytes)) ||
-	    (st = env_u64("OXR_CMO_MAX_TOTAL_BYTES", 8, UINT64_MAX, &lim->max_total_bytes)) ||
-	    (st = env_u64("OXR_CMO_MAX_OBJECTS", 1, UINT64_MAX, &lim->max_objects)) ||
-	    (st = env_u64("OXR_CMO_PREALLOC_BYTES", 0, UINT64_MAX, &lim->prealloc_bytes)))
-		return st;
-	lim->max_depth = (uint32_t)depth;
-	return OXR_OK;
-}
+/* oxr_cmo_limits_from_env: transport/params.c, with every other knob */

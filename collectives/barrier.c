@@ -25,7 +25,6 @@
 
 #define BAR_WIN_BASE 0x6f780100u /* window ids 0x6f7801xx are the barriers' */
 #define BAR_SPIN_DEFAULT 1000
-#define BAR_RADIX_DEFAULT 16 /* see barrier.h: fewer hops beat a busier root */
 #define BAR_SLICE_MS 50 /* how often a quiet wait looks at its peers' links */
 
 struct oxr_barrier {
@@ -56,38 +55,15 @@ int oxr_barrier_algo(const oxr_barrier_t *b)
 	return b->c.algo == BAR_ALG_BITMAP ? OXR_BARRIER_BITMAP : OXR_BARRIER_DISSEMINATION;
 }
 
-static oxr_status_t pick_algo(int algo, int *out)
+static oxr_status_t pick_algo(int algo, int env, int *out)
 {
-	const char *e = getenv("OXR_BARRIER");
-
 	if (algo == OXR_BARRIER_BITMAP || algo == OXR_BARRIER_DISSEMINATION) {
 		*out = algo;
 		return OXR_OK;
 	}
 	if (algo != OXR_BARRIER_DEFAULT)
 		return oxr_err(OXR_ERR_INVAL, "barrier: unknown algorithm %d", algo);
-	if (!e || !*e || !strcmp(e, "bitmap"))
-		*out = OXR_BARRIER_BITMAP;
-	else if (!strcmp(e, "dissemination"))
-		*out = OXR_BARRIER_DISSEMINATION;
-	else
-		return oxr_err(OXR_ERR_INVAL, "OXR_BARRIER=%s: want bitmap or dissemination", e);
-	return OXR_OK;
-}
-
-static oxr_status_t long_from_env(const char *name, long dflt, long lo, long hi, long *out)
-{
-	const char *e = getenv(name);
-	char *end;
-	long v;
-
-	*out = dflt;
-	if (!e || !*e)
-		return OXR_OK;
-	v = strtol(e, &end, 10);
-	if (*end || v < lo || v > hi)
-		return oxr_err(OXR_ERR_INVAL, "%s=%s: want an integer in %ld..%ld", name, e, lo, hi);
-	*out = v;
+	*out = env == 1 ? OXR_BARRIER_DISSEMINATION : OXR_BARRIER_BITMAP; /* OXR_BARRIER */
 	return OXR_OK;
 }
 
@@ -97,14 +73,16 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	oxr_status_t st;
 	void *mem;
 	int a = OXR_BARRIER_BITMAP, n;
+	const oxr_ctx_params *p;
 	long spin, radix;
 
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "barrier_create: NULL argument");
-	if ((st = pick_algo(algo, &a)) ||
-	    (st = long_from_env("OXR_COLL_SPIN_US", BAR_SPIN_DEFAULT, 0, 10000000, &spin)) ||
-	    (st = long_from_env("OXR_BARRIER_RADIX", BAR_RADIX_DEFAULT, 2, 64, &radix)))
+	p = oxr_ctx_get_params(oxr_group_ctx(g));
+	if ((st = pick_algo(algo, p->barrier, &a)))
 		return st;
+	spin = p->coll_spin_us >= 0 ? p->coll_spin_us : BAR_SPIN_DEFAULT;
+	radix = p->barrier_radix;
 	n = oxr_group_size(g);
 	b = calloc(1, sizeof(*b));
 	if (!b)

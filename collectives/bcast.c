@@ -77,11 +77,8 @@ static oxr_status_t bcast_run(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *
 	bc_counts_begin();
 	if ((st = bc_check_args(g, root, "bcast")))
 		return st;
-	/* read on every rank, so that a bad setting fails them all alike */
-	if ((st = bc_env_size("OXR_BCAST_PIPELINE_BYTES", OXR_BCAST_PIPELINE_DEFAULT, 1,
-			      &threshold)) ||
-	    (st = bc_env_size("OXR_BCAST_CHUNK_BYTES", OXR_BCAST_CHUNK_DEFAULT, 64, &chunk)))
-		return st;
+	threshold = (size_t)oxr_ctx_get_params(oxr_group_ctx(g))->bcast_pipeline_bytes;
+	chunk = (size_t)oxr_ctx_get_params(oxr_group_ctx(g))->bcast_chunk_bytes;
 	if (plain)
 		threshold = SIZE_MAX;
 	if (!obj || (oxr_group_rank(g) == root ? !*obj : !a))

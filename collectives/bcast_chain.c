@@ -224,8 +224,8 @@ oxr_status_t bc_chain_recv(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, 
 	uint8_t *buf;
 	oxr_status_t st;
 
-	if ((st = oxr_cmo_limits_from_env(&lim)) ||
-	    (st = take_header(g, prev, timeout_ms, &lim, &size, &chunk, &order)))
+	oxr_cmo_limits_from_params(oxr_ctx_get_params(oxr_group_ctx(g)), &lim);
+	if ((st = take_header(g, prev, timeout_ms, &lim, &size, &chunk, &order)))
 		return st;
 	nc = (size + chunk - 1) / chunk;
 	if (!(buf = oxr_arena_alloc(a, size ? size : 1)))

@@ -69,14 +69,14 @@ static double now_us(void)
  */
 static oxr_status_t recv_polling(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)
 {
-	size_t spin;
+	long spin = oxr_ctx_get_params(oxr_group_ctx(g))->coll_spin_us;
 	oxr_req *r;
 	oxr_status_t st;
 	double end;
 	int done = 0;
 
-	if ((st = bc_env_size("OXR_COLL_SPIN_US", BC_SPIN_US_DEFAULT, 0, &spin)))
-		return st;
+	if (spin < 0)
+		spin = BC_SPIN_US_DEFAULT; /* OXR_COLL_SPIN_US unset */
 	if (spin == 0)
 		return oxr_recv(g, peer, timeout_ms, out);
 	if ((st = oxr_irecv(g, peer, &r)))
@@ -123,25 +123,6 @@ oxr_status_t bc_send_mark(oxr_group *g, int peer, int32_t mark)
 	oxr_ox_msg m = { .tag = OXR_OX_COMMAND, .sm = mark };
 
 	return bc_send(g, peer, &m);
-}
-
-oxr_status_t bc_env_size(const char *name, size_t def, size_t min, size_t *out)
-{
-	const char *s = getenv(name);
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s) {
-		*out = def;
-		return OXR_OK;
-	}
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > ((size_t)1 << 40))
-		return oxr_err(OXR_ERR_INVAL, "%s=\"%s\": want a whole number from %zu to 2^40", name,
-			       s, min);
-	*out = (size_t)v;
-	return OXR_OK;
 }
 
 oxr_status_t bc_check_args(oxr_group *g, int root, const char *what)

@@ -49,10 +49,6 @@ static inline int bc_top_mask(int rel, int n)
 }
 
 
-/* A byte count from the environment, or def; a malformed value is an error
- * naming the variable. */
-oxr_status_t bc_env_size(const char *name, size_t def, size_t min, size_t *out);
-
 oxr_status_t bc_check_args(oxr_group *g, int root, const char *what);
 
 /* Bcast by the pipelined chain (bcast_chain.c): the root encodes the

@@ -57,22 +57,6 @@ static int plan(int size, int rank, struct stage *st, int *nslots)
 	return k;
 }
 
-static oxr_status_t env_u64(const char *name, uint64_t dflt, uint64_t *v)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long x;
-
-	*v = dflt;
-	if (!s || !*s)
-		return OXR_OK;
-	x = strtoull(s, &end, 10);
-	if (*end || s[0] == '-' || x < 64 || x > (1u << 30) || x % 8)
-		return oxr_err(OXR_ERR_INVAL, "%s=%s: want a multiple of 8 in [64, 2^30]", name, s);
-	*v = x;
-	return OXR_OK;
-}
-
 oxr_status_t oxr_crystal_create(oxr_group *g, oxr_crystal **out)
 {
 	oxr_crystal *cr;
@@ -95,13 +79,11 @@ oxr_status_t oxr_crystal_create(oxr_group *g, oxr_crystal **out)
 		plan(cr->size, s->to, to, &s->to_nslots);
 		s->to_slot = to[k].slot + s->to_j;
 	}
-	st = env_u64("OXR_CRYSTAL_REGION_BYTES", CR_REGION_DEFAULT, &region);
-	if (!st)
-		st = env_u64("OXR_CRYSTAL_REGION_MAX", CR_REGION_MAX_DEFAULT, &cr->region_max);
-	if (!st && cr->region_max < region)
+	region = oxr_ctx_get_params(oxr_group_ctx(g))->crystal_region_bytes;
+	cr->region_max = oxr_ctx_get_params(oxr_group_ctx(g))->crystal_region_max;
+	if (cr->region_max < region)
 		cr->region_max = region;
-	if (!st)
-		st = oxr_cr_make_window(cr, region, -1);
+	st = oxr_cr_make_window(cr, region, -1);
 	if (st) {
 		free(cr);
 		return st;

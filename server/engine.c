@@ -22,35 +22,31 @@
 #include "ox_write.h"
 #include "oxr_internal.h"
 
-static size_t env_size(const char *name, size_t def)
-{
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s)
-		return def;
-	v = strtoull(s, &end, 10);
-	return *end || v == 0 ? def : (size_t)v;
-}
-
 oxr_status_t oxr_engine_create(oxr_ctx *ctx, int wfd, int order, unsigned flags,
 			       oxr_engine **out)
 {
-	oxr_engine *e = calloc(1, sizeof(*e));
+	oxr_engine *e;
+	oxr_ctx_params env;
+	const oxr_ctx_params *p = &env;
 	oxr_status_t st;
-	const char *t;
 
-	if (!e)
+	/* the context's knobs; without one, the environment's */
+	if (ctx)
+		p = oxr_ctx_get_params(ctx);
+	else if ((st = oxr_ctx_params_read(OXR_CTX_PARAM_SERVER_MAX_STACK |
+					   OXR_CTX_PARAM_SERVER_TIMEOUT_MS |
+					   OXR_CTX_PARAM_CMO_LIMITS, &env)))
+		return st;
+	if (!(e = calloc(1, sizeof(*e))))
 		return oxr_err(OXR_ERR_NOMEM, "engine: out of memory");
 	e->ctx = ctx;
 	e->wfd = wfd;
 	e->order = order;
 	e->flags = flags;
-	e->max_depth = env_size("OXR_SERVER_MAX_STACK", 1u << 20);
-	t = getenv("OXR_SERVER_TIMEOUT_MS");
-	e->timeout_ms = t && *t ? atoi(t) : -1;
-	if ((st = oxr_cmo_limits_from_env(&e->lim)) || (st = oxr_arena_create(&e->dec_arena)) ||
+	e->max_depth = (size_t)p->server_max_stack;
+	e->timeout_ms = (int)p->server_timeout_ms;
+	oxr_cmo_limits_from_params(p, &e->lim);
+	if ((st = oxr_arena_create(&e->dec_arena)) ||
 	    (st = oxr_decoder_create(&e->dec, OXR_DECODE_OX, order, &e->lim, e->dec_arena))) {
 		oxr_engine_destroy(e);
 		return st;

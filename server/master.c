@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "oxr/master.h"
+#include "oxr/params.h"
 #include "oxr_internal.h"
 
 #define HANDSHAKE_MS 30000
@@ -64,8 +65,6 @@ static const char *server_path(const char *server, char *buf, size_t n)
 	char *slash;
 
 	if (server)
-		return server;
-	if ((server = getenv("OXR_SERVER")) && *server)
 		return server;
 	/* next to the calling program (build/bin/ holds both) */
 	if ((k = readlink("/proc/self/exe", buf, n - 16)) > 0) {
@@ -138,10 +137,15 @@ static oxr_status_t start_one(struct srv *s, const char *path)
 oxr_status_t oxr_master_alloc(int n, const char *server, oxr_master **out)
 {
 	char buf[PATH_MAX];
-	const char *path = server_path(server, buf, sizeof(buf));
+	const char *path;
+	oxr_ctx_params p;
 	oxr_master *m;
 	int i;
+	oxr_status_t st;
 
+	if ((st = oxr_ctx_params_read(OXR_CTX_PARAM_SERVER, &p)))
+		return st;
+	path = server_path(server ? server : p.server, buf, sizeof(buf));
 	if (n < 1 || n > 4096)
 		return oxr_err(OXR_ERR_INVAL, "launch: %d servers (1 to 4096)", n);
 	if (!(m = calloc(1, sizeof(*m))) || !(m->s = calloc((size_t)n, sizeof(*m->s)))) {

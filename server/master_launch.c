@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "master_impl.h"
+#include "oxr/params.h"
 #include "oxr_internal.h"
 
 extern char **environ;
@@ -128,7 +129,8 @@ oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, in
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
-	const char *host = getenv("OXR_MASTER_HOST");
+	const char *host;
+	oxr_ctx_params p;
 	char token[33], hostbuf[256], who[96];
 	uint8_t raw[16];
 	oxr_master *m;
@@ -137,6 +139,9 @@ oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, in
 
 	if (!launcher || !*launcher)
 		return oxr_master_launch(server, n, out);
+	if ((st = oxr_ctx_params_read(OXR_CTX_PARAM_MASTER_HOST, &p)))
+		return st;
+	host = p.master_host;
 	if ((st = oxr_master_alloc(n, server, &m)))
 		return st;
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {

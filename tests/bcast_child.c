@@ -430,6 +430,7 @@ static void failures(oxr_group *g, oxr_arena *a, int root)
 
 static int all(oxr_group *g, int every)
 {
+	oxr_ctx_params was, chain;
 	oxr_arena *a;
 	int root, count = 0;
 
@@ -445,13 +446,16 @@ static int all(oxr_group *g, int every)
 		count++;
 	}
 	/* the group still works after the failures: and now down the chain */
-	setenv("OXR_BCAST_PIPELINE_BYTES", "1", 1);
-	setenv("OXR_BCAST_CHUNK_BYTES", "1024", 1);
+	was = *oxr_ctx_get_params(oxr_group_ctx(g));
+	was.field_mask = OXR_CTX_PARAM_BCAST_PIPELINE_BYTES | OXR_CTX_PARAM_BCAST_CHUNK_BYTES;
+	chain = was;
+	chain.bcast_pipeline_bytes = 1;
+	chain.bcast_chunk_bytes = 1024;
+	CHECK(oxr_ctx_modify(oxr_group_ctx(g), &chain) == OXR_OK, "modify");
 	for (root = 0; root < n; root++)
 		if (root % every == 0 || root == n - 1)
 			bcasts(g, a, root, 1);
-	unsetenv("OXR_BCAST_PIPELINE_BYTES");
-	unsetenv("OXR_BCAST_CHUNK_BYTES");
+	CHECK(oxr_ctx_modify(oxr_group_ctx(g), &was) == OXR_OK, "modify back");
 	bcasts(g, a, 0, 0);
 	oxr_arena_destroy(a);
 	printf("rank %d: all ok (%d of %d roots, over %s)\n", rank, count, n,

@@ -38,20 +38,15 @@ enum { TR_AUTO, TR_TCP, TR_VERBS };
 
 static int transport_env(int *tr)
 {
-	static const char *const words[] = { "auto", "tcp", "verbs" };
-	const char *s = getenv("OXR_TRANSPORT");
-	int i;
+	oxr_ctx_params p;
 
 	*tr = TR_AUTO;
-	if (!s || !*s)
-		return 0;
-	for (i = 0; i < 3; i++)
-		if (!strcasecmp(s, words[i])) {
-			*tr = i;
-			return 0;
-		}
-	printf("OXR_TRANSPORT=%s: expected one of auto, tcp, verbs\n", s);
-	return 1;
+	if (oxr_ctx_params_read(OXR_CTX_PARAM_TRANSPORT, &p)) {
+		printf("%s\n", oxr_errmsg());
+		return 1;
+	}
+	*tr = p.transport;
+	return 0;
 }
 
 /* The last lines: the device a context would open, or why none. */

@@ -114,9 +114,13 @@ static int run_engine(int rfd, int wfd)
 {
 	oxr_engine *e;
 	oxr_ctx *ctx = NULL;
+	oxr_ctx_params params;
 	int order;
 	oxr_status_t st;
 
+	/* a malformed OXR_* variable ends the server, naming it */
+	if (oxr_ctx_params_read(OXR_CTX_PARAM_ALL, &params))
+		return die("environment");
 	/* The context (the RDMA device probe, hwloc) now, while the master
 	 * waits for the byte-order byte, not between a later SM_tcp_accept_102
 	 * and listen(): an ox_asir peer gives its connect about a second.  If

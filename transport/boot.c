@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "boot_impl.h"
+#include "oxr/params.h"
 #include "oxr_internal.h"
 
 static oxr_status_t single_allgather(oxr_boot *b, const void *mine, size_t len, void *all)
@@ -77,18 +78,13 @@ static int is_set(const char *name)
 /* OXR_BOOT decides if set; else the launcher's variables do. */
 static oxr_status_t choose(int *kind)
 {
-	const char *force = getenv("OXR_BOOT");
+	oxr_ctx_params p;
+	oxr_status_t st;
 
-	if (force && *force) {
-		if (!strcmp(force, "pmix"))
-			*kind = OXR_BOOT_PMIX;
-		else if (!strcmp(force, "run"))
-			*kind = OXR_BOOT_RUN;
-		else if (!strcmp(force, "singleton"))
-			*kind = OXR_BOOT_SINGLETON;
-		else
-			return oxr_err(OXR_ERR_INVAL, "OXR_BOOT='%.64s': expected pmix, run or "
-				       "singleton (or unset, to detect the launcher)", force);
+	if ((st = oxr_ctx_params_read(OXR_CTX_PARAM_BOOT, &p)))
+		return st;
+	if (p.boot >= 0) {
+		*kind = p.boot;
 	} else if (is_set("PMIX_NAMESPACE") && is_set("PMIX_RANK")) {
 		*kind = OXR_BOOT_PMIX;
 	} else if (is_set("OXR_RUN_ADDR")) {

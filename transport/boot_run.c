@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "boot_impl.h"
+#include "oxr/params.h"
 #include "oxr_internal.h"
 
 #include "oxr/boot_run.h"
@@ -348,6 +349,7 @@ oxr_status_t oxr_boot_run_open(oxr_boot *b)
 	struct sockaddr_in sa = { 0 };
 	long size = 0, rank = 0, fd = 0;
 	char rank_form[64];
+	oxr_ctx_params p;
 	struct run *r;
 	oxr_status_t st;
 
@@ -365,9 +367,8 @@ oxr_status_t oxr_boot_run_open(oxr_boot *b)
 	if (!st)
 		st = env_long("OXR_RUN_TOKEN_FD", 0, INT_MAX, -1,
 			      "the number of an inherited descriptor holding the token", &fd);
-	if (!st)
-		st = env_long("OXR_BOOT_TIMEOUT", 0, 1000000000, 60,
-			      "seconds to wait for oxr-run, or 0 for no limit", &r->timeout_s);
+	if (!st && !(st = oxr_ctx_params_read(OXR_CTX_PARAM_BOOT_TIMEOUT, &p)))
+		r->timeout_s = p.boot_timeout;
 	if (st)
 		goto fail;
 	r->size = (int)size;

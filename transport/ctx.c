@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The context: configuration from the environment, and logging. */
+/* The context: its configuration (params.c reads it), and logging. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +12,6 @@
 #include "verbs_dev.h"
 #include "verbs_rcache.h"
 #endif
-
-static oxr_status_t env_int(const char *name, long lo, long hi, long def, long *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	*out = def;
-	if (!s || !*s)
-		return OXR_OK;
-	v = strtol(s, &end, 10);
-	if (*end || v < lo || v > hi)
-		return oxr_err(OXR_ERR_INVAL, "%s=%s: expected a whole number from %ld to %ld", name,
-			       s, lo, hi);
-	*out = v;
-	return OXR_OK;
-}
 
 /* Ranks of this job on this node, from the launcher (0: unknown): oxr-run
  * (OXR_RUN_SIZE), Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm
@@ -63,25 +46,6 @@ static int default_yield(long cores, long local)
 	return !(cores > 0 && local > 0 && local <= cores);
 }
 
-/* A word from a fixed list; returns its index. */
-static oxr_status_t env_word(const char *name, const char *const *words, int def, int *out)
-{
-	const char *s = getenv(name);
-	int i;
-
-	*out = def;
-	if (!s || !*s)
-		return OXR_OK;
-	for (i = 0; words[i]; i++)
-		if (!strcasecmp(s, words[i])) {
-			*out = i;
-			return OXR_OK;
-		}
-	return oxr_err(OXR_ERR_INVAL, "%s=%s: expected one of %s%s%s%s%s", name, s, words[0],
-		       words[1] ? ", " : "", words[1] ? words[1] : "", words[2] ? ", " : "",
-		       words[2] ? words[2] : "");
-}
-
 /*
  * auto: verbs when a device opens, else tcp; verbs: a device or an error;
  * tcp: never touches the verbs stack.  One log line says which and why.
@@ -89,36 +53,26 @@ static oxr_status_t env_word(const char *name, const char *const *words, int def
 static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 {
 #ifdef OXR_HAVE_VERBS
-	static const char *const cms[] = { "tcp", "rdmacm", NULL };
-	long slots, slot_bytes, tmo, retry, gid, put_inline, rndv, rcache_mb;
+	const oxr_ctx_params *p = &c->params;
 	oxr_status_t st;
 
 	if (tr == 1) {
 		oxr_log(c, OXR_LOG_INFO, "transport tcp (OXR_TRANSPORT=tcp)");
 		return OXR_OK;
 	}
-	if ((st = env_int("OXR_VERBS_SLOTS", 4, 4096, 64, &slots)) ||
-	    (st = env_int("OXR_VERBS_SLOT_BYTES", 256, 1 << 20, 8192, &slot_bytes)) ||
-	    (st = env_int("OXR_VERBS_TIMEOUT", 1, 31, 14, &tmo)) ||
-	    (st = env_int("OXR_VERBS_RETRY", 0, 7, 7, &retry)) ||
-	    (st = env_int("OXR_GID_INDEX", -1, 255, -1, &gid)) ||
-	    (st = env_word("OXR_VERBS_CM", cms, 0, &c->vcm)) ||
-	    (st = env_int("OXR_VERBS_PUT_INLINE", 0, 1 << 20, 256, &put_inline)) ||
-	    (st = env_int("OXR_VERBS_RNDV", 0, 1L << 30, 65536, &rndv)) ||
-	    (st = env_int("OXR_VERBS_RCACHE_MB", 0, 1L << 20, 256, &rcache_mb)))
-		return st;
-	c->vrndv = (size_t)rndv;
-	c->vput_inline = (size_t)put_inline;
-	c->vslots = (uint32_t)slots;
-	c->vslot_bytes = (uint32_t)slot_bytes;
-	c->vtimeout = (int)tmo;
-	c->vretry = (int)retry;
+	c->vcm = p->verbs_cm;
+	c->vrndv = (size_t)p->verbs_rndv;
+	c->vput_inline = (size_t)p->verbs_put_inline;
+	c->vslots = (uint32_t)p->verbs_slots;
+	c->vslot_bytes = (uint32_t)p->verbs_slot_bytes;
+	c->vtimeout = (int)p->verbs_timeout;
+	c->vretry = (int)p->verbs_retry;
 	c->verbs_required = tr == 2;
 	c->vdev = calloc(1, sizeof(*c->vdev));
 	if (!c->vdev)
 		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
-	st = oxr_vdev_open(getenv("OXR_DEVICE"), (int)gid, c->vdev);
-	if (st == OXR_OK && (st = oxr_rcache_create(c->vdev->pd, (size_t)rcache_mb << 20,
+	st = oxr_vdev_open(p->device, (int)p->gid_index, c->vdev);
+	if (st == OXR_OK && (st = oxr_rcache_create(c->vdev->pd, (size_t)p->verbs_rcache_mb << 20,
 						   &c->rcache)))
 		oxr_vdev_close(c->vdev);
 	if (st == OXR_OK) {
@@ -149,10 +103,8 @@ static oxr_status_t choose_transport(oxr_ctx *c, int tr)
 /* OXR_TCP_LOCAL_CC: an algorithm's name, or "system" (see oxr_tcp_tune_link) */
 static oxr_status_t local_cc(oxr_ctx *c)
 {
-	const char *s = getenv("OXR_TCP_LOCAL_CC");
+	const char *s = c->params.tcp_local_cc;
 
-	if (!s || !*s)
-		s = "reno";
 	if (strlen(s) >= sizeof(c->local_cc))
 		return oxr_err(OXR_ERR_INVAL, "OXR_TCP_LOCAL_CC=%s: not a congestion control's name",
 			       s);
@@ -163,43 +115,53 @@ static oxr_status_t local_cc(oxr_ctx *c)
 
 oxr_status_t oxr_ctx_create(oxr_ctx **out)
 {
-	static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
-	static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
-	static const char *const orders[] = { "network", "little", NULL };
+	return oxr_ctx_create_with(NULL, out);
+}
+
+oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
+{
 	oxr_ctx *c = calloc(1, sizeof(*c));
-	long spin, tmo, rq, beat, cores = sysconf(_SC_NPROCESSORS_ONLN), local = local_ranks();
-	int tr;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN), local = local_ranks();
+	const oxr_ctx_params *p;
 	oxr_status_t st;
 
 	if (!c)
 		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
-	if ((st = env_word("OXR_LOG_LEVEL", levels, OXR_LOG_WARN, &c->log_level)) ||
-	    (st = env_word("OXR_TRANSPORT", transports, 0, &tr)) ||
-	    (st = env_word("OXR_ORDER", orders, OXR_ORDER_HOST, &c->order)) ||
-	    (st = env_int("OXR_SPIN_US", 0, 10000000, default_spin(cores, local), &spin)) ||
-	    (st = env_int("OXR_LINK_TIMEOUT_MS", 1, 86400000, 30000, &tmo)) ||
-	    (st = env_int("OXR_HEARTBEAT_MS", 0, 86400000, 0, &beat)) ||
-	    (st = env_int("OXR_RECV_QUEUE_BYTES", 4096, 1L << 40, 64L << 20, &rq)) ||
-	    (st = oxr_cmo_limits_from_env(&c->limits))) {
+	p = &c->params;
+	if ((st = oxr_params_resolve(params, &c->params))) {
 		free(c);
 		return st;
 	}
-	c->spin_us = (int)spin;
+	if (!(c->param_strs = oxr_params_own(&c->params))) {
+		free(c);
+		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
+	}
+	c->log_level = p->log_level;
+	c->order = p->order;
+	c->spin_us = (int)(p->spin_us >= 0 ? p->spin_us : default_spin(cores, local));
 	c->spin_yield = default_yield(cores, local);
-	c->link_timeout_ms = (int)tmo;
-	c->heartbeat_ms = (int)beat;
-	c->recv_queue_bytes = (size_t)rq;
-	if ((st = local_cc(c))) {
-		free(c);
-		return st;
-	}
+	c->link_timeout_ms = (int)p->link_timeout_ms;
+	c->heartbeat_ms = (int)p->heartbeat_ms;
+	c->recv_queue_bytes = (size_t)p->recv_queue_bytes;
+	oxr_cmo_limits_from_params(p, &c->limits);
 	c->transport = "tcp";
-	if ((st = choose_transport(c, tr))) {
+	if ((st = local_cc(c)) || (st = choose_transport(c, p->transport))) {
+		free(c->param_strs);
 		free(c);
 		return st;
 	}
 	*out = c;
 	return OXR_OK;
+}
+
+const oxr_ctx_params *oxr_ctx_get_params(const oxr_ctx *c)
+{
+	return &c->params;
+}
+
+oxr_ctx *oxr_group_ctx(const oxr_group *g)
+{
+	return g->ctx;
 }
 
 void oxr_ctx_destroy(oxr_ctx *c)
@@ -213,6 +175,7 @@ void oxr_ctx_destroy(oxr_ctx *c)
 		free(c->vdev);
 	}
 #endif
+	free(c->param_strs);
 	free(c);
 }
 

@@ -48,7 +48,7 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 
 oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 {
-	const char *host = getenv("OXR_HOST");
+	const char *host = c->params.host;
 	uint8_t token[OXR_TOKEN_BYTES];
 	struct endpoint me, *all;
 	oxr_group *g;

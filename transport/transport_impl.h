@@ -30,12 +30,19 @@ struct oxr_ctx {
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
 	char local_cc[16];       /* OXR_TCP_LOCAL_CC: congestion control of same-host links ("": the system's) */
+	oxr_ctx_params params;   /* every knob, read once (params.c) */
+	char *param_strs;        /* the strings params points to */
 };
 
 /* The epoll keys of the group's completion channel and of the device's
  * async events (links use their rank). */
 #define OXR_EPOLL_CQ 0xffffffffu
 #define OXR_EPOLL_ASYNC 0xfffffffeu
+
+/* params.c: over's fields (over->field_mask), the rest from the
+ * environment; oxr_params_own copies the strings into one block to free. */
+oxr_status_t oxr_params_resolve(const oxr_ctx_params *over, oxr_ctx_params *out);
+char *oxr_params_own(oxr_ctx_params *p);
 
 void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

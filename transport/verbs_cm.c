@@ -123,7 +123,7 @@ static oxr_status_t parse_addr(const char *text, int port, struct sockaddr_stora
 /* Where this rank's RDMA device answers: OXR_RDMA_ADDR, else its IPv4-mapped GID. */
 static oxr_status_t own_addr(oxr_group *g, char *out, size_t n)
 {
-	const char *e = getenv("OXR_RDMA_ADDR");
+	const char *e = g->ctx->params.rdma_addr;
 	const uint8_t *gid = g->ctx->vdev->gid.raw;
 	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 

@@ -15,6 +15,7 @@
 
 #include <hwloc/openfabrics-verbs.h>
 
+#include "oxr/params.h"
 #include "oxr_internal.h"
 #include "verbs_dev.h"
 
@@ -400,21 +401,13 @@ static oxr_status_t parse_want(const char *want, char *name, size_t len, int *po
 
 oxr_status_t oxr_vdev_env(const char **want, int *gid_index)
 {
-	const char *s = getenv("OXR_GID_INDEX");
-	char *end;
-	long v;
+	oxr_ctx_params p;
+	oxr_status_t st;
 
-	*want = getenv("OXR_DEVICE");
-	if (*want && !**want)
-		*want = NULL;
-	*gid_index = -1;
-	if (!s || !*s)
-		return OXR_OK;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v > 65535)
-		return oxr_err(OXR_ERR_INVAL, "OXR_GID_INDEX=%s: expected a GID table index from "
-			       "0 to 65535 (ibv_devinfo -v lists them)", s);
-	*gid_index = (int)v;
+	if ((st = oxr_ctx_params_read(OXR_CTX_PARAM_DEVICE | OXR_CTX_PARAM_GID_INDEX, &p)))
+		return st;
+	*want = p.device;
+	*gid_index = (int)p.gid_index;
 	return OXR_OK;
 }
 

@@ -44,10 +44,10 @@
  * rank's writes at most 2 * 15 a level.  An earlier quiet session saw no
  * difference at n=8 (99-112 us for radix 2, 4, 8) before those changes.
  *
- * Environment:
+ * Environment (read by oxr_ctx_create into the group's context's
+ * oxr_ctx_params, oxr/params.h; a malformed value is an error naming it):
  *   OXR_BARRIER        bitmap | dissemination: the algorithm of
- *                      OXR_BARRIER_DEFAULT (anything else is an error of
- *                      oxr_barrier_create naming the variable)
+ *                      OXR_BARRIER_DEFAULT
  *   OXR_COLL_SPIN_US   microseconds a barrier's wait polls, yielding the
  *                      core between polls, before it sleeps in the
  *                      transport (default 1000; shared with bcast/reduce;

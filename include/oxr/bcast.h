@@ -10,7 +10,9 @@
  * group's links (oxr_send / oxr_recv), so a small bcast or reduce between
  * oxr peers is byte for byte what ox_asir sends.
  *
- * Environment (read at every call; a malformed value is an error naming it):
+ * Environment (read by oxr_ctx_create into the group's context's
+ * oxr_ctx_params, oxr/params.h, which oxr_ctx_modify may change; a malformed
+ * value is an error naming it):
  *   OXR_BCAST_PIPELINE_BYTES  encoded objects of at least this many bytes are
  *                       broadcast by the pipelined chain instead of the
  *                       binomial tree (default: OXR_BCAST_PIPELINE_DEFAULT,

@@ -15,8 +15,8 @@
  *   while (oxr_crystal_next(cr, &rec) == OXR_OK) ... rec.source, rec.data, rec.len
  *   oxr_crystal_destroy(cr);
  *
- * Environment (read by oxr_crystal_create; must be the same on every rank,
- * a transfer says so when it is not):
+ * Environment (read by oxr_ctx_create, used by oxr_crystal_create; must be
+ * the same on every rank, a transfer says so when it is not):
  *   OXR_CRYSTAL_REGION_BYTES  first size of a landing region (one per stage
  *                       partner, twice over; default 65536).  A stage that
  *                       does not fit goes by messages instead

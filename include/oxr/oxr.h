@@ -7,6 +7,7 @@
 #include "oxr/cmo.h"
 #include "oxr/ox.h"
 #include "oxr/cmo_text.h"
+#include "oxr/params.h"
 #include "oxr/boot.h"
 #include "oxr/boot_run.h"
 #include "oxr/transport.h"

@@ -16,7 +16,8 @@
  *                    OX messages); it cannot carry a token, so whoever connects
  *                    to the port is the peer.  Use it only for OpenXM peers.
  *
- * Environment (read by oxr_ctx_create; a malformed value is an error naming it):
+ * Environment (read by oxr_ctx_create into its oxr_ctx_params, oxr/params.h;
+ * a malformed value is an error naming it):
  *   OXR_TRANSPORT       auto | tcp | verbs    (default auto: an RDMA device when
  *                       one works, else tcp; verbs: a device or an error)
  *   OXR_DEVICE          the RDMA device, "name" or "name:port" (default: the
@@ -73,6 +74,7 @@
 #include "oxr/boot.h"
 #include "oxr/cmo.h"
 #include "oxr/ox.h"
+#include "oxr/params.h"
 #include "oxr/status.h"
 
 #ifdef __cplusplus
