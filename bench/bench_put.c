@@ -12,7 +12,7 @@
  * OXR_VERBS_PUT_INLINE bytes in the stream, with their note); on TCP by the
  * emulated put.  Control messages are ordinary OX messages.
  *
- * --polled: what ib_write_lat measures, no more.  oxr_put_quiet (no note)
+ * --polled: what ib_write_lat measures, no more.  oxr_put_nonotify (no note)
  * with a sequence byte last in the payload, and the target polls that byte
  * in its window, calling oxr_group_progress in the loop (needed on TCP, a CQ poll
  * on verbs).  The put returns once the target's HCA has the bytes, as
@@ -83,7 +83,7 @@ static void be_describe(char *buf, size_t n)
 	const char *spin = getenv("OXR_SPIN_US");
 
 	snprintf(buf, n, "%s into a window, transport %s, %d ranks from %s, OXR_SPIN_US=%s",
-		 polled ? "oxr_put_quiet, target polling its memory," : "oxr_put",
+		 polled ? "oxr_put_nonotify, target polling its memory," : "oxr_put",
 		 oxr_ctx_transport(ctx), oxr_group_size(grp), oxr_boot_name(boot),
 		 spin ? spin : "50 (default)");
 }
@@ -103,7 +103,7 @@ static void be_send(int peer, size_t n)
 		die("--polled needs puts of at least 1 byte");
 	sent_seq = next_seq(sent_seq);
 	pattern[n - 1] = sent_seq;
-	check(oxr_put_quiet(grp, peer, 1, 0, pattern, n), "quiet put");
+	check(oxr_put_nonotify(grp, peer, 1, 0, pattern, n), "put without a note");
 }
 
 static void be_recv(int peer, size_t n)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # oxr on an RDMA device beside perftest, in the same boot:
-#   put latency (bench_put --polled: oxr_put_quiet, the target polls its
+#   put latency (bench_put --polled: oxr_put_nonotify, the target polls its
 #     memory, as ib_write_lat does)  vs ib_write_lat   goal <= 1.05 at 8 B
 #   message ping-pong (bench_pingpong) vs ib_send_lat   goal <= 1.2 at 8 B
 #   streaming bandwidth (bench_pingpong) vs ib_write_bw goal >= 0.95 at 1 MiB

@@ -7,7 +7,6 @@
  */
 #include <stdio.h>
 #include <oxr/oxr.h>
-#include <oxr/transport.h>
 
 #define TRY(call)                                                                   \
 	do {                                                                        \

@@ -152,7 +152,7 @@ void eng_items_free(struct sitem *it, size_t n)
 
 oxr_status_t eng_pop_int(oxr_engine *e, long *v, const char *what)
 {
-	struct sitem it;
+	struct sitem it = {0}; /* eng_pop fills it when st is OXR_OK */
 	oxr_status_t st = eng_pop(e, &it, what);
 
 	if (st)
@@ -164,7 +164,7 @@ oxr_status_t eng_pop_int(oxr_engine *e, long *v, const char *what)
 
 oxr_status_t eng_pop_string(oxr_engine *e, char **s, const char *what)
 {
-	struct sitem it;
+	struct sitem it = {0}; /* eng_pop fills it when st is OXR_OK */
 	oxr_status_t st = eng_pop(e, &it, what);
 
 	if (st)

@@ -314,6 +314,70 @@ Test(link, nonblocking_calls)
 	free_pair(&p);
 }
 
+static oxr_status_t send_int(oxr_group *g, int peer, oxr_arena *ar, int32_t v)
+{
+	oxr_ox_msg m = { .tag = OXR_OX_DATA, .cmo = oxr_cmo_new_int32(ar, v) };
+
+	return oxr_send(g, peer, &m);
+}
+
+static void expect_int(oxr_rmsg *m, int32_t v, const char *what)
+{
+	cr_assert_not_null(m, "%s: no message", what);
+	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32, "%s", what);
+	cr_assert_eq(m->msg.cmo->v.i32, v, "%s: got %d, want %d", what, m->msg.cmo->v.i32, v);
+	oxr_rmsg_free(m);
+}
+
+/* MPI's non-overtaking rule: receives posted for one peer take its messages
+ * in the order they were posted, whichever is tested or waited on first; a
+ * blocking receive comes after the posted ones, and a freed one takes none. */
+Test(link, posted_receives_match_in_posting_order)
+{
+	struct pair p;
+	oxr_arena *ar;
+	oxr_req *r[4], *late;
+	oxr_rmsg *m;
+	int i, done;
+
+	make_pair(&p, 2, "little", "little");
+	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(oxr_irecv(p.a, 1, &r[i]), OXR_OK);
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(send_int(p.b, 0, ar, i), OXR_OK, "%s", oxr_errmsg());
+	do
+		cr_assert_geq(oxr_req_test(r[3], &done), 0, "%s", oxr_errmsg());
+	while (!done);
+	expect_int(oxr_req_take(r[3]), 3, "the fourth receive, tested first");
+	for (i = 2; i >= 0; i--) {
+		cr_assert_eq(oxr_req_wait(r[i], 5000), OXR_OK, "%s", oxr_errmsg());
+		expect_int(oxr_req_take(r[i]), i, "a receive waited on in reverse");
+	}
+	for (i = 0; i < 4; i++)
+		oxr_req_free(r[i]);
+
+	cr_assert_eq(oxr_irecv(p.a, 1, &late), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, ar, 4), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, ar, 5), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	expect_int(m, 5, "a blocking receive after a posted one");
+	cr_assert_eq(oxr_req_wait(late, 5000), OXR_OK, "%s", oxr_errmsg());
+	expect_int(oxr_req_take(late), 4, "the posted receive");
+	oxr_req_free(late);
+
+	cr_assert_eq(oxr_irecv(p.a, 1, &late), OXR_OK);
+	oxr_req_free(late);
+	cr_assert_eq(send_int(p.b, 0, ar, 6), OXR_OK);
+	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	expect_int(m, 6, "a receive freed unmatched takes nothing");
+	cr_assert_eq(oxr_irecv(p.a, 1, &late), OXR_OK);
+	oxr_arena_destroy(ar);
+	free_pair(&p);
+	oxr_req_free(late); /* still posted when its group went */
+}
+
 Test(link, context_rejects_bad_environment)
 {
 	oxr_ctx *c;
@@ -478,9 +542,9 @@ Test(link, puts_land_in_order_with_notifications)
 	free_pair(&p);
 }
 
-/* oxr_put_quiet on TCP: in the stream like a put, landed by the target's
+/* oxr_put_nonotify on TCP: in the stream like a put, landed by the target's
  * progress, in order with puts and messages, and no note for it. */
-Test(link, a_quiet_put_lands_in_order_without_a_note)
+Test(link, a_nonotify_put_lands_in_order_without_a_note)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -492,28 +556,28 @@ Test(link, a_quiet_put_lands_in_order_without_a_note)
 	make_pair(&p, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	windows(&p, &wa, &wb);
-	/* (quiet puts first: on verbs one after a stream put waits for a fence
+	/* (puts without a note first: on verbs one after a stream put waits for a fence
 	 * this one-threaded target would never answer) */
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 10, "quiet", 5), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4092, "tail", 4), OXR_OK);
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 10, "plain", 5), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 4092, "tail", 4), OXR_OK);
 	cr_assert_eq(oxr_put(p.b, 0, 7, 12, "LOUD", 4, 3), OXR_OK);
 	cr_assert_eq(oxr_send(p.b, 0, &msg), OXR_OK);
 	/* a target that polls its memory drives the engine itself */
 	while (memcmp((char *)wa.base + 4092, "tail", 4) && spins++ < 1000000)
 		cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK);
-	cr_assert(!memcmp((char *)wa.base + 10, "quLOUD", 6), "the later put wrote over the first");
+	cr_assert(!memcmp((char *)wa.base + 10, "plLOUD", 6), "the later put wrote over the first");
 	cr_assert_eq(n.value, 3);
 	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "one note only: the loud put's");
 	cr_assert_eq(oxr_recv(p.a, 1, 5000, &m), OXR_OK);
 	oxr_rmsg_free(m);
 	/* the target's engine counts what it lands itself: on verbs the HCA
-	 * lands quiet puts, and only the loud one passes through the engine */
+	 * lands puts without a note, and only the loud one passes through the engine */
 	cr_assert_eq(oxr_win_landed(wa.w), strcmp(oxr_ctx_transport(p.ca), "verbs") ? 3 : 1);
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 4093, "tail", 4), OXR_ERR_INVAL, "bounds");
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 4093, "tail", 4), OXR_ERR_INVAL, "bounds");
 	cr_assert(strstr(oxr_errmsg(), "do not fit window 7"), "%s", oxr_errmsg());
 	cr_assert_eq(oxr_group_revoke(p.b), OXR_OK);
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 7, 0, "x", 1), OXR_ERR_REVOKED);
 	cr_assert_eq(oxr_group_progress(p.b), OXR_ERR_REVOKED);
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);

@@ -134,7 +134,7 @@ static void random_puts_test(int near_hca)
 
 struct two_puts {
 	oxr_group *g;
-	int quiet; /* the second put is oxr_put_quiet's */
+	int nonotify; /* the second put is oxr_put_nonotify's */
 	uint8_t small[16], big[1024];
 	int done;
 	oxr_status_t st;
@@ -148,7 +148,7 @@ static void *stream_then_rdma(void *arg)
 
 	x->st = oxr_put(x->g, 0, 3, 0, x->small, sizeof(x->small), 1);
 	if (x->st == OXR_OK)
-		x->st = x->quiet ? oxr_put_quiet(x->g, 0, 3, 0, x->big, sizeof(x->big))
+		x->st = x->nonotify ? oxr_put_nonotify(x->g, 0, 3, 0, x->big, sizeof(x->big))
 				 : oxr_put(x->g, 0, 3, 0, x->big, sizeof(x->big), 2);
 	if (x->st)
 		snprintf(x->err, sizeof(x->err), "%s", oxr_errmsg());
@@ -162,11 +162,11 @@ static void *stream_then_rdma(void *arg)
  * stream one would land first and be overwritten.  The fence keeps them in
  * order: the window ends with the second put's bytes.
  */
-static void no_overtaking(int quiet)
+static void no_overtaking(int nonotify)
 {
 	struct pair p;
 	struct win_arg wa, wb;
-	struct two_puts x = { .quiet = quiet };
+	struct two_puts x = { .nonotify = nonotify };
 	oxr_win_note n;
 	pthread_t t;
 
@@ -179,7 +179,7 @@ static void no_overtaking(int quiet)
 	usleep(300000); /* the target reads nothing meanwhile */
 	cr_assert_eq(oxr_win_wait(wa.w, 30000, &n), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(n.value, 1);
-	if (!quiet) {
+	if (!nonotify) {
 		cr_assert_eq(oxr_win_wait(wa.w, 30000, &n), OXR_OK, "%s", oxr_errmsg());
 		cr_assert_eq(n.value, 2);
 	}
@@ -202,18 +202,18 @@ Test(verbs, an_rdma_put_never_overtakes_an_earlier_stream_put)
 	no_overtaking(0);
 }
 
-Test(verbs, a_quiet_put_never_overtakes_an_earlier_stream_put)
+Test(verbs, a_nonotify_put_never_overtakes_an_earlier_stream_put)
 {
 	no_overtaking(1);
 }
 
 /*
- * oxr_put_quiet is one-sided: rank 0 runs no oxr code at all while rank 1
+ * oxr_put_nonotify is one-sided: rank 0 runs no oxr code at all while rank 1
  * puts, yet the call returns and the bytes are in rank 0's window, every
  * size by RDMA (8 B inline, 4 KiB staged, 1 MiB from the caller's memory),
  * and no note is queued for them.
  */
-Test(verbs, a_quiet_put_lands_while_the_target_runs_no_oxr_code)
+Test(verbs, a_nonotify_put_lands_while_the_target_runs_no_oxr_code)
 {
 	static const size_t sizes[] = { 8, 4096, 1u << 20 };
 	struct pair p;
@@ -227,13 +227,13 @@ Test(verbs, a_quiet_put_lands_while_the_target_runs_no_oxr_code)
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		for (i = 0; i < sizes[k]; i++)
 			src[i] = (uint8_t)(i * 13 + k + 1);
-		cr_assert_eq(oxr_put_quiet(p.b, 0, 3, 4096 * k + 1, src, sizes[k]), OXR_OK, "%s",
+		cr_assert_eq(oxr_put_nonotify(p.b, 0, 3, 4096 * k + 1, src, sizes[k]), OXR_OK, "%s",
 			     oxr_errmsg());
 		cr_assert(!memcmp((uint8_t *)wa.base + 4096 * k + 1, src, sizes[k]),
 			  "%zu bytes are in the target's window when the put returns", sizes[k]);
 	}
-	cr_assert_eq(oxr_put_quiet(p.b, 0, 3, wlen - 4, src, 8), OXR_ERR_INVAL, "bounds");
-	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "a quiet put leaves no note");
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 3, wlen - 4, src, 8), OXR_ERR_INVAL, "bounds");
+	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "a put without a note leaves none");
 	cr_assert_eq(oxr_group_progress(p.a), OXR_OK, "%s", oxr_errmsg());
 	free(src);
 	oxr_win_destroy(wa.w);

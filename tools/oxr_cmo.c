@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oxr/oxr.h"
+#include <oxr/oxr.h>
 
 static const char usage_text[] =
 	"usage: oxr-cmo encode [--order network|little] [--serial N] [TEXT...]\n"

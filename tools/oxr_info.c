@@ -12,10 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "oxr/oxr.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_dev.h"
-#endif
+#include <oxr/oxr.h>
 
 #ifndef OXR_VERSION
 #define OXR_VERSION "unknown"
@@ -52,21 +49,12 @@ static int transport_env(int *tr)
 	return 0;
 }
 
-#ifdef OXR_HAVE_VERBS
 /* The last lines: the device a context would open, or why none. */
 static int verbs_choice(int tr, int ndev)
 {
-	char txt[64];
-	struct oxr_vdev d;
-	const char *want;
-	int gid_index;
-	oxr_status_t st;
+	oxr_device_info d;
+	oxr_status_t st = oxr_device_query(&d);
 
-	if ((st = oxr_vdev_env(&want, &gid_index))) {
-		printf("%s\n", oxr_errmsg());
-		return 1;
-	}
-	st = oxr_vdev_open(want, gid_index, &d);
 	if (st == OXR_ERR_UNSUPPORTED && tr == TR_AUTO) {
 		printf("(%s)\n", oxr_errmsg());
 		if (ndev)
@@ -81,15 +69,12 @@ static int verbs_choice(int tr, int ndev)
 		return 1;
 	}
 	printf("device %s port %u: %s, %s link layer, active MTU %d, max inline %u, LID %u, "
-	       "NUMA node %d\n", d.name, d.port, d.kind,
-	       d.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand" : "Ethernet",
-	       oxr_vdev_mtu_bytes(d.mtu), d.max_inline, d.lid, d.numa_node);
+	       "NUMA node %d\n", d.name, d.port, d.kind, d.link_layer, d.mtu, d.max_inline, d.lid,
+	       d.numa_node);
 	printf("oxr would use: verbs on %s port %u (GID index %d, %s) \xe2\x80\x94 %s\n", d.name,
-	       d.port, d.gid_index, oxr_vdev_gid_str(&d.gid, txt, sizeof(txt)), d.why);
-	oxr_vdev_close(&d);
+	       d.port, d.gid_index, d.gid, d.why);
 	return 0;
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -107,16 +92,15 @@ int main(int argc, char **argv)
 	printf("oxr %s\n", OXR_VERSION);
 	if (transport_env(&tr))
 		return 1;
-#ifdef OXR_HAVE_VERBS
-	printf("verbs backend: built in (libibverbs, librdmacm, hwloc)\n");
-	ndev = oxr_vdev_describe_all(stdout);
-	if (tr == TR_TCP) {
-		printf("OXR_TRANSPORT=tcp: using tcp\n");
-		return 0;
+	if (oxr_verbs_built_in()) {
+		printf("verbs backend: built in (libibverbs, librdmacm, hwloc)\n");
+		ndev = oxr_device_describe_all(stdout);
+		if (tr == TR_TCP) {
+			printf("OXR_TRANSPORT=tcp: using tcp\n");
+			return 0;
+		}
+		return verbs_choice(tr, ndev);
 	}
-	return verbs_choice(tr, ndev);
-#else
-	(void)ndev;
 	printf("verbs backend: not built in\n");
 	if (tr == TR_TCP) {
 		printf("OXR_TRANSPORT=tcp: using tcp\n");
@@ -128,5 +112,4 @@ int main(int argc, char **argv)
 	}
 	printf(NO_VERBS ", using tcp\n");
 	return 0;
-#endif
 }

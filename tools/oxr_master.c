@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "oxr/cmo_text.h"
-#include "oxr/master.h"
+#include <oxr/cmo_text.h>
+#include <oxr/master.h>
 
 static int timeout_ms = 60000;
 

@@ -37,10 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "oxr/boot.h"
-#include "oxr_internal.h"
-
-#include "boot_run_proto.h"
+#include <oxr/boot.h>
+#include <oxr/boot_run.h>
 
 #define KILL_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
 #define EXIT_GRACE_MS 500  /* from a rank's link closing to "it left" */
@@ -82,7 +80,7 @@ enum { C_HELLO, C_HDR, C_BODY, C_READY, C_REPLY };
 struct conn {
 	int fd, rank, state;     /* rank -1 until the hello passed */
 	int discard;             /* its length is not the round's: the body is dropped */
-	uint8_t in[RUN_HELLO_BYTES];
+	uint8_t in[OXR_RUN_HELLO_BYTES];
 	size_t got;              /* bytes of in[], or of the body */
 	uint64_t len, sent;      /* of its request; of its reply so far */
 	char peer[32];
@@ -102,7 +100,7 @@ struct oxrun {
 	uint32_t seq;
 	uint64_t len;
 	int started, ready, left, scatter;
-	uint8_t *buf, rhdr[RUN_HDR_BYTES];
+	uint8_t *buf, rhdr[OXR_RUN_HDR_BYTES];
 	int broken;              /* the rendezvous failed: all closed */
 	int stopping, code;      /* the ranks are being stopped, and the exit status */
 	int termed, killed;      /* SIGTERM, SIGKILL sent */
@@ -127,11 +125,28 @@ static int64_t now_ms(void)
 
 /* ---- the rendezvous ---- */
 
+/* The wire's integers: little-endian, at any alignment. */
+static uint32_t load32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t load64(const uint8_t *p)
+{
+	return load32(p) | (uint64_t)load32(p + 4) << 32;
+}
+
+static void store32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+
 static void put_hdr(uint8_t *h, uint32_t status, uint32_t seq, uint64_t len)
 {
-	oxr_store32(h, status, 1);
-	oxr_store32(h + 4, seq, 1);
-	oxr_store64(h + 8, len, 1);
+	store32(h, status);
+	store32(h + 4, seq);
+	store32(h + 8, (uint32_t)len);
+	store32(h + 12, (uint32_t)(len >> 32));
 }
 
 /*
@@ -141,8 +156,9 @@ static void put_hdr(uint8_t *h, uint32_t status, uint32_t seq, uint64_t len)
 static int send_now(int fd, uint32_t status, uint32_t seq, const char *msg)
 {
 	size_t n = msg ? strlen(msg) : 0; /* our own NUL-terminated texts */
-	uint8_t h[RUN_HDR_BYTES];
-	struct iovec iov[2] = { { h, sizeof(h) }, { (void *)msg, n < RUN_MAX_MSG ? n : RUN_MAX_MSG } };
+	uint8_t h[OXR_RUN_HDR_BYTES];
+	struct iovec iov[2] = { { h, sizeof(h) },
+				{ (void *)msg, n < OXR_RUN_MAX_MSG ? n : OXR_RUN_MAX_MSG } };
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 
 	n = iov[1].iov_len;
@@ -296,15 +312,15 @@ static int token_eq(const uint8_t *a, const uint8_t *b)
 
 static void on_hello(struct oxrun *o, struct conn *c)
 {
-	uint32_t version = oxr_load32(c->in + 4, 1), rank = oxr_load32(c->in + 8, 1);
+	uint32_t version = load32(c->in + 4), rank = load32(c->in + 8);
 	char why[96] = "";
 
 	/* The token before the rank, so a stranger learns nothing about the group. */
 	if (memcmp(c->in, "OXRB", 4))
 		snprintf(why, sizeof(why), "not an oxr bootstrap (bad magic)");
-	else if (version != RUN_VERSION)
+	else if (version != OXR_RUN_VERSION)
 		snprintf(why, sizeof(why), "protocol version %u; this oxr-run speaks %d",
-			 version, RUN_VERSION);
+			 version, OXR_RUN_VERSION);
 	else if (!token_eq(c->in + 12, o->token))
 		snprintf(why, sizeof(why), "wrong token");
 	else if (rank >= (uint32_t)o->n)
@@ -329,15 +345,15 @@ static void on_hello(struct oxrun *o, struct conn *c)
 
 static void on_header(struct oxrun *o, struct conn *c)
 {
-	uint32_t op = oxr_load32(c->in, 1), seq = oxr_load32(c->in + 4, 1);
-	uint64_t len = oxr_load64(c->in + 8, 1);
+	uint32_t op = load32(c->in), seq = load32(c->in + 4);
+	uint64_t len = load64(c->in + 8);
 
-	if (op != RUN_OP_ALLGATHER || seq != o->seq) {
+	if (op != OXR_RUN_OP_ALLGATHER || seq != o->seq) {
 		rv_error(o, "rank %d sent a malformed request (op %u, seq %u; expected op %d, "
-			 "seq %u)", c->rank, op, seq, RUN_OP_ALLGATHER, o->seq);
+			 "seq %u)", c->rank, op, seq, OXR_RUN_OP_ALLGATHER, o->seq);
 		return;
 	}
-	if (len > RUN_MAX_BLOB || len * (uint64_t)o->n > RUN_MAX_ROUND) {
+	if (len > OXR_RUN_MAX_BLOB || len * (uint64_t)o->n > OXR_RUN_MAX_ROUND) {
 		rv_error(o, "rank %d gave %llu bytes to request %u: over the limit of 64 MiB a "
 			 "rank and 1 GiB for all ranks", c->rank, (unsigned long long)len, seq);
 		return;
@@ -363,7 +379,7 @@ static void on_readable(struct oxrun *o, struct conn *c)
 	static uint8_t scratch[65536];
 
 	while (c->fd >= 0 && !o->broken) {
-		size_t need = c->state == C_HELLO ? RUN_HELLO_BYTES : RUN_HDR_BYTES;
+		size_t need = c->state == C_HELLO ? OXR_RUN_HELLO_BYTES : OXR_RUN_HDR_BYTES;
 		uint8_t *dst = c->in + c->got;
 		size_t want = need - c->got;
 		ssize_t k;
@@ -401,18 +417,18 @@ static void on_readable(struct oxrun *o, struct conn *c)
 
 static void on_writable(struct oxrun *o, struct conn *c)
 {
-	uint64_t body = (uint64_t)o->n * o->len, total = RUN_HDR_BYTES + body;
+	uint64_t body = (uint64_t)o->n * o->len, total = OXR_RUN_HDR_BYTES + body;
 
 	while (c->sent < total) {
 		struct iovec iov[2] = { { o->buf, body }, { o->buf, body } };
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
 		ssize_t k;
 
-		if (c->sent < RUN_HDR_BYTES) {
-			iov[0] = (struct iovec){ o->rhdr + c->sent, RUN_HDR_BYTES - c->sent };
+		if (c->sent < OXR_RUN_HDR_BYTES) {
+			iov[0] = (struct iovec){ o->rhdr + c->sent, OXR_RUN_HDR_BYTES - c->sent };
 			m.msg_iovlen = 2;
 		} else {
-			iov[0].iov_base = o->buf + (c->sent - RUN_HDR_BYTES);
+			iov[0].iov_base = o->buf + (c->sent - OXR_RUN_HDR_BYTES);
 			iov[0].iov_len = total - c->sent;
 		}
 		k = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -753,9 +769,9 @@ static int parse_args(int argc, char **argv, struct oxrun *o)
 			fprintf(stderr, "oxr-run: %s lacks its value\n", a);
 			return -1;
 		}
-		if (a[1] == 'n' && parse_num(v, RUN_MAX_SIZE, &n)) {
+		if (a[1] == 'n' && parse_num(v, OXR_RUN_MAX_SIZE, &n)) {
 			fprintf(stderr, "oxr-run: -n wants a number of ranks from 1 to %d, "
-				"not '%s'\n", RUN_MAX_SIZE, v);
+				"not '%s'\n", OXR_RUN_MAX_SIZE, v);
 			return -1;
 		}
 		if (a[1] == '-' && parse_num(v, INT_MAX / 1000, &o->timeout_s)) {

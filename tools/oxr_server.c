@@ -29,9 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "oxr/server.h"
-#include "oxr_internal.h"
-#include "transport_impl.h"
+#include <oxr/oxr.h>
 
 #define HANDSHAKE_MS 30000
 
@@ -81,54 +79,25 @@ static const char *expand_rank(const char *pw, char *buf, size_t n)
 	return buf;
 }
 
-/* The ox launcher's one-time password: PW and a NUL from whoever connects. */
-static oxr_status_t password(int fd, const char *pw, int connector)
-{
-	size_t n = strlen(pw) + 1;
-	char *got;
-	oxr_status_t st;
-	int64_t deadline = oxr_now_ms() + HANDSHAKE_MS;
-
-	if (connector)
-		return oxr_tcp_io(fd, (void *)pw, n, 1, deadline, "master");
-	if (!(got = malloc(n)))
-		return oxr_err(OXR_ERR_NOMEM, "password: out of memory");
-	st = oxr_tcp_io(fd, got, n, 0, deadline, "master");
-	if (st == OXR_OK && memcmp(got, pw, n))
-		st = oxr_err(OXR_ERR_AUTH, "the master's one-time password is wrong");
-	free(got);
-	return st;
-}
-
 static oxr_status_t open_channels(const char *listen_port, const char *connect, const char *pw,
 				  int with_control, int *cfd, int *dfd)
 {
 	int fds[2] = { -1, -1 }, i, n = with_control ? 2 : 1;
-	oxr_status_t st;
+	oxr_status_t st = OXR_OK;
 
 	if (listen_port) {
 		int lfd, bound;
-		if ((st = oxr_tcp_listen(atoi(listen_port), &lfd, &bound)))
+		if ((st = oxr_channel_listen(atoi(listen_port), &lfd, &bound)))
 			return st;
 		printf("port %d\n", bound);
 		fflush(stdout);
 		/* each connection proves the password before the next is taken */
-		for (i = 0, st = OXR_OK; i < n && !st; i++) {
-			char addr[80];
-			if (!(st = oxr_tcp_accept(lfd, -1, &fds[i], addr, sizeof(addr))) && pw)
-				st = password(fds[i], pw, 0);
-		}
+		for (i = 0; i < n && !st; i++)
+			st = oxr_channel_accept(lfd, pw, -1, &fds[i]);
 		close(lfd);
 	} else {
-		char host[256];
-		const char *colon = strrchr(connect, ':');
-		if (!colon || (size_t)(colon - connect) >= sizeof(host))
-			return oxr_err(OXR_ERR_INVAL, "--connect wants HOST:PORT, got \"%s\"", connect);
-		memcpy(host, connect, (size_t)(colon - connect));
-		host[colon - connect] = 0;
-		for (i = 0, st = OXR_OK; i < n && !st; i++)
-			if (!(st = oxr_tcp_connect(host, atoi(colon + 1), HANDSHAKE_MS, &fds[i])) && pw)
-				st = password(fds[i], pw, 1);
+		for (i = 0; i < n && !st; i++)
+			st = oxr_channel_connect(connect, pw, HANDSHAKE_MS, &fds[i]);
 	}
 	if (st) {
 		for (i = 0; i < 2; i++)

@@ -46,7 +46,7 @@
 #include "oxr/params.h"
 #include "oxr_internal.h"
 
-#include "boot_run_proto.h"
+#include "oxr/boot_run.h"
 
 struct run {
 	int fd, size;
@@ -130,8 +130,8 @@ static oxr_status_t xfer(struct run *r, void *buf, size_t n, int sending)
  * an error reply becomes err_status with oxr-run's message. */
 static oxr_status_t read_reply(struct run *r, uint64_t want, oxr_status_t err_status)
 {
-	uint8_t h[RUN_HDR_BYTES];
-	char msg[RUN_MAX_MSG + 1];
+	uint8_t h[OXR_RUN_HDR_BYTES];
+	char msg[OXR_RUN_MAX_MSG + 1];
 	oxr_status_t st = xfer(r, h, sizeof(h), 0);
 	uint32_t status, seq;
 	uint64_t len;
@@ -141,7 +141,7 @@ static oxr_status_t read_reply(struct run *r, uint64_t want, oxr_status_t err_st
 	status = oxr_load32(h, 1);
 	seq = oxr_load32(h + 4, 1);
 	len = oxr_load64(h + 8, 1);
-	if (status == 1 && len <= RUN_MAX_MSG) {
+	if (status == 1 && len <= OXR_RUN_MAX_MSG) {
 		st = xfer(r, msg, len, 0);
 		if (st)
 			return st;
@@ -160,12 +160,12 @@ static oxr_status_t gather(struct run *r, const void *mine, size_t len, void *al
 			   const char *name)
 {
 	uint64_t total = (uint64_t)len * (uint64_t)r->size;
-	int over = len > RUN_MAX_BLOB || total > RUN_MAX_ROUND;
-	uint8_t h[RUN_HDR_BYTES];
+	int over = len > OXR_RUN_MAX_BLOB || total > OXR_RUN_MAX_ROUND;
+	uint8_t h[OXR_RUN_HDR_BYTES];
 	oxr_status_t st;
 
 	begin(r, "%s #%u", name, ++r->seq);
-	oxr_store32(h, RUN_OP_ALLGATHER, 1);
+	oxr_store32(h, OXR_RUN_OP_ALLGATHER, 1);
 	oxr_store32(h + 4, r->seq, 1);
 	oxr_store64(h + 8, len, 1);
 	st = xfer(r, h, sizeof(h), 1);
@@ -332,11 +332,11 @@ static oxr_status_t dial(struct run *r, const struct sockaddr_in *sa)
 
 static oxr_status_t hello(struct run *r, long rank, const uint8_t token[OXR_TOKEN_BYTES])
 {
-	uint8_t h[RUN_HELLO_BYTES];
+	uint8_t h[OXR_RUN_HELLO_BYTES];
 	oxr_status_t st;
 
 	memcpy(h, "OXRB", 4);
-	oxr_store32(h + 4, RUN_VERSION, 1);
+	oxr_store32(h + 4, OXR_RUN_VERSION, 1);
 	oxr_store32(h + 8, (uint32_t)rank, 1);
 	memcpy(h + 12, token, OXR_TOKEN_BYTES);
 	st = xfer(r, h, sizeof(h), 1);
@@ -359,7 +359,7 @@ oxr_status_t oxr_boot_run_open(oxr_boot *b)
 	r->fd = -1;
 	st = parse_addr(&sa);
 	if (!st)
-		st = env_long("OXR_RUN_SIZE", 1, RUN_MAX_SIZE, -1, "a group size from 1 to 4096",
+		st = env_long("OXR_RUN_SIZE", 1, OXR_RUN_MAX_SIZE, -1, "a group size from 1 to 4096",
 			      &size);
 	snprintf(rank_form, sizeof(rank_form), "a rank from 0 to %ld", size - 1);
 	if (!st)

@@ -47,6 +47,11 @@ void oxr_group_destroy(oxr_group *g)
 
 	if (!g)
 		return;
+	/* receives still posted end here, so freeing them later is safe */
+	for (; g->posted; g->posted = g->posted->next_posted) {
+		g->posted->st = OXR_ERR_CLOSED;
+		g->posted->done = 1;
+	}
 	oxr_say_bye(g);
 	for (i = 0; i < g->size; i++)
 		oxr_link_drain(g, &g->links[i]);
@@ -302,13 +307,6 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	return st;
 }
 
-static int have_msg(void *arg)
-{
-	struct link *l = arg;
-
-	return l->rq_head || l->state != LINK_OPEN;
-}
-
 /* Takes the first queued message of the link, or its error. */
 static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 {
@@ -326,6 +324,51 @@ static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 	return OXR_OK;
 }
 
+/* Receives posted for one peer take its messages in the order they were
+ * posted, whichever is tested first (MPI's non-overtaking rule): every
+ * message there is goes to the oldest unmatched receive of that peer. */
+static void match_posted(oxr_group *g, int peer)
+{
+	struct link *l = &g->links[peer];
+	oxr_req **pp = &g->posted, *r;
+
+	while (*pp && (l->rq_head || l->state != LINK_OPEN)) {
+		r = *pp;
+		if (r->peer != peer) {
+			pp = &r->next_posted;
+			continue;
+		}
+		*pp = r->next_posted;
+		r->st = pop_msg(g, l, &r->m);
+		r->done = 1;
+	}
+}
+
+static void unpost(oxr_req *r)
+{
+	oxr_req **pp;
+
+	for (pp = &r->g->posted; *pp && *pp != r; pp = &(*pp)->next_posted)
+		;
+	if (*pp)
+		*pp = r->next_posted;
+}
+
+struct recv_wait {
+	oxr_group *g;
+	int peer;
+};
+
+/* A blocking receive comes after the receives already posted. */
+static int have_msg(void *arg)
+{
+	struct recv_wait *w = arg;
+	struct link *l = &w->g->links[w->peer];
+
+	match_posted(w->g, w->peer);
+	return l->rq_head || l->state != LINK_OPEN;
+}
+
 static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
 {
 	if (g->revoked && !g->resetting)
@@ -341,14 +384,15 @@ static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
 
 oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)
 {
+	struct recv_wait w = { g, peer };
 	struct link *l;
 	oxr_status_t st = check_peer(g, peer, "recv");
 
 	if (st)
 		return st;
 	l = &g->links[peer];
-	if (!l->rq_head && l->state == LINK_OPEN) {
-		st = oxr_progress_until(g, have_msg, l, timeout_ms);
+	if (!have_msg(&w)) {
+		st = oxr_progress_until(g, have_msg, &w, timeout_ms);
 		if (st)
 			return st;
 	}
@@ -378,7 +422,7 @@ oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **re
 oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req)
 {
 	oxr_status_t st = check_peer(g, peer, "irecv");
-	oxr_req *r;
+	oxr_req *r, **pp;
 
 	if (st)
 		return st;
@@ -387,22 +431,24 @@ oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req)
 		return oxr_err(OXR_ERR_NOMEM, "irecv: out of memory");
 	r->g = g;
 	r->peer = peer;
+	for (pp = &g->posted; *pp; pp = &(*pp)->next_posted)
+		;
+	*pp = r;
 	*req = r;
 	return OXR_OK;
 }
 
-/* A receive completes when its link has a message (or has failed).  Receives
- * posted on one link complete in the order they are tested. */
+/* A receive completes when its link has a message for it (or has failed). */
 static void try_recv(oxr_req *r)
 {
-	struct link *l = &r->g->links[r->peer];
-
-	if (!r->done && !r->is_send && r->g->revoked) {
+	if (r->done || r->is_send)
+		return;
+	if (r->g->revoked) {
+		unpost(r);
 		r->st = oxr_revoked_err(r->g, "irecv");
 		r->done = 1;
-	} else if (!r->done && !r->is_send && (l->rq_head || l->state != LINK_OPEN)) {
-		r->st = pop_msg(r->g, l, &r->m);
-		r->done = 1;
+	} else {
+		match_posted(r->g, r->peer);
 	}
 }
 
@@ -495,6 +541,8 @@ void oxr_req_free(oxr_req *r)
 			}
 		}
 	}
+	if (!r->is_send && !r->done)
+		unpost(r);
 	oxr_rmsg_free(r->m);
 	free(r);
 }

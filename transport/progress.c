@@ -673,7 +673,7 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 
 oxr_status_t oxr_queue_internal(oxr_group *g, int peer, const oxr_ox_msg *m)
 {
-	struct sendop *op;
+	struct sendop *op = NULL; /* set when st is OXR_OK; gcc cannot tell once inlined */
 	oxr_status_t st;
 
 	/* the library's own frames go in a revoked group too, and are never

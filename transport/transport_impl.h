@@ -143,6 +143,7 @@ struct oxr_group {
 	int sh_closed;          /* shrink: decided here, late frames are dropped */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	char revoke_msg[256];
+	oxr_req *posted;        /* irecvs not yet matched, in the order they were posted */
 };
 
 struct oxr_req {
@@ -151,6 +152,7 @@ struct oxr_req {
 	oxr_status_t st;
 	struct sendop *op;
 	oxr_rmsg *m;
+	oxr_req *next_posted; /* an unmatched irecv, in g->posted */
 };
 
 /* tcp_link.c: sockets and the handshake (blocking, with timeouts). */

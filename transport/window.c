@@ -405,7 +405,7 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 	return stream_put(g, peer, r, v, 5, src, len);
 }
 
-oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
 			   size_t len)
 {
 	uint32_t v[4] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset };
@@ -488,13 +488,13 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	oxr_win_note n;
 	oxr_win *w;
 	uint64_t off, len;
-	int quiet = 0;
+	int nonotify = 0;
 
 	if (int_fields(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
 		bytes = o->kids[5];
 		len = bytes->len;
 	} else if (int_fields(o, 5, 4, v) && o->kids[4]->tag == OXR_CMO_DATUM) {
-		quiet = 1; /* oxr_put_quiet's: it lands, and no note says so */
+		nonotify = 1; /* oxr_put_nonotify's: it lands, and no note says so */
 		bytes = o->kids[4];
 		len = bytes->len;
 	} else if (int_fields(o, 7, 7, v)) {
@@ -519,7 +519,7 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	if (bytes && len)
 		memcpy(w->base + off, bytes->data, len);
 	w->landed++;
-	if (quiet)
+	if (nonotify)
 		return;
 	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = (size_t)len };
 	if (add_note(w, &n))

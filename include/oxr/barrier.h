@@ -99,16 +99,16 @@ typedef struct oxr_barrier_counts {
 	uint32_t last_sent, last_received; /* of the most recent oxr_barrier_t */
 } oxr_barrier_counts;
 
-oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out);
+OXR_API oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out);
 /* Returns once every rank of the group has entered this barrier.
  * timeout_ms < 0 waits without a bound (a dead peer still ends it). */
-oxr_status_t oxr_barrier(oxr_barrier_t *b, int timeout_ms);
-void oxr_barrier_destroy(oxr_barrier_t *b);
-oxr_status_t oxr_barrier_stats(const oxr_barrier_t *b, oxr_barrier_counts *out);
+OXR_API oxr_status_t oxr_barrier(oxr_barrier_t *b, int timeout_ms);
+OXR_API void oxr_barrier_destroy(oxr_barrier_t *b);
+OXR_API oxr_status_t oxr_barrier_stats(const oxr_barrier_t *b, oxr_barrier_counts *out);
 /* OXR_BARRIER_BITMAP or OXR_BARRIER_DISSEMINATION: what b runs. */
-int oxr_barrier_algo(const oxr_barrier_t *b);
+OXR_API int oxr_barrier_algo(const oxr_barrier_t *b);
 /* "bitmap", "dissemination" (or "default"). */
-const char *oxr_barrier_algo_name(int algo);
+OXR_API const char *oxr_barrier_algo_name(int algo);
 
 #ifdef __cplusplus
 }

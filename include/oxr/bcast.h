@@ -49,10 +49,11 @@ extern "C" {
  * A rank that fails in the middle (a broken link, no memory) fails the
  * ranks below it in the tree or chain too, each within its timeout_ms.
  */
-oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms);
+OXR_API oxr_status_t oxr_bcast(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms);
 /* Always the binomial tree of whole OX_DATA messages, whatever the size:
  * the bytes ox_asir sends and expects, for groups with OpenXM peers. */
-oxr_status_t oxr_bcast_plain(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a, int timeout_ms);
+OXR_API oxr_status_t oxr_bcast_plain(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a,
+				     int timeout_ms);
 
 /*
  * Reduction to root with a named op: "+", "*", "max", "min" on numbers
@@ -79,8 +80,8 @@ oxr_status_t oxr_bcast_plain(oxr_group *g, int root, oxr_cmo **obj, oxr_arena *a
  * through return it (naming the rank it came from), the other ranks return
  * OXR_OK, and the group stays usable.
  */
-oxr_status_t oxr_reduce(oxr_group *g, int root, const char *op, const oxr_cmo *in,
-			oxr_cmo **out, oxr_arena *a, int timeout_ms);
+OXR_API oxr_status_t oxr_reduce(oxr_group *g, int root, const char *op, const oxr_cmo *in,
+				oxr_cmo **out, oxr_arena *a, int timeout_ms);
 
 /* A user op: *out = x op y, allocated from a (it may share parts of x and y;
  * the reduction copies what it keeps).  Must be associative.  A status
@@ -88,16 +89,16 @@ oxr_status_t oxr_reduce(oxr_group *g, int root, const char *op, const oxr_cmo *i
 typedef oxr_status_t (*oxr_reduce_fn)(const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a,
 				      oxr_cmo **out, void *arg);
 
-oxr_status_t oxr_reduce_user(oxr_group *g, int root, oxr_reduce_fn fn, void *arg,
-			     const oxr_cmo *in, oxr_cmo **out, oxr_arena *a, int timeout_ms);
+OXR_API oxr_status_t oxr_reduce_user(oxr_group *g, int root, oxr_reduce_fn fn, void *arg,
+				     const oxr_cmo *in, oxr_cmo **out, oxr_arena *a, int timeout_ms);
 
 /* One application of a named op (the rules of oxr_reduce); *out may share
  * parts of x and y.  OXR_ERR_INVAL for an unknown op or operands it does
  * not take. */
-oxr_status_t oxr_reduce_apply(const char *op, const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a,
-			      oxr_cmo **out);
+OXR_API oxr_status_t oxr_reduce_apply(const char *op, const oxr_cmo *x, const oxr_cmo *y,
+				      oxr_arena *a, oxr_cmo **out);
 /* 1 if op names a built-in op. */
-int oxr_reduce_op_known(const char *op);
+OXR_API int oxr_reduce_op_known(const char *op);
 
 enum oxr_bcast_algo {
 	OXR_COLL_NONE = 0,      /* n == 1, or the call failed before sending */
@@ -114,7 +115,7 @@ typedef struct oxr_bcast_counts {
 	int algo; /* enum oxr_bcast_algo */
 } oxr_bcast_counts;
 
-void oxr_bcast_last_counts(oxr_bcast_counts *out);
+OXR_API void oxr_bcast_last_counts(oxr_bcast_counts *out);
 
 #ifdef __cplusplus
 }

@@ -31,20 +31,20 @@ enum oxr_boot_kind {
 
 typedef struct oxr_boot oxr_boot;
 
-oxr_status_t oxr_boot_open(oxr_boot **out);
-void oxr_boot_close(oxr_boot *b);
-int oxr_boot_kind(const oxr_boot *b);
+OXR_API oxr_status_t oxr_boot_open(oxr_boot **out);
+OXR_API void oxr_boot_close(oxr_boot *b);
+OXR_API int oxr_boot_kind(const oxr_boot *b);
 /* "pmix", "oxr-run" or "singleton" */
-const char *oxr_boot_name(const oxr_boot *b);
-int oxr_boot_rank(const oxr_boot *b);
-int oxr_boot_size(const oxr_boot *b);
+OXR_API const char *oxr_boot_name(const oxr_boot *b);
+OXR_API int oxr_boot_rank(const oxr_boot *b);
+OXR_API int oxr_boot_size(const oxr_boot *b);
 /* The group's one-time secret, the same on every rank of one launch and new
  * for each launch; links opened by the bootstrap must prove it. */
-void oxr_boot_token(const oxr_boot *b, uint8_t token[OXR_TOKEN_BYTES]);
+OXR_API void oxr_boot_token(const oxr_boot *b, uint8_t token[OXR_TOKEN_BYTES]);
 /* Everyone contributes len bytes (len must be the same on every rank);
  * all[r * len ...] gets rank r's bytes.  Collective: every rank calls it. */
-oxr_status_t oxr_boot_allgather(oxr_boot *b, const void *mine, size_t len, void *all);
-oxr_status_t oxr_boot_barrier(oxr_boot *b);
+OXR_API oxr_status_t oxr_boot_allgather(oxr_boot *b, const void *mine, size_t len, void *all);
+OXR_API oxr_status_t oxr_boot_barrier(oxr_boot *b);
 
 #ifdef __cplusplus
 }

@@ -107,67 +107,67 @@ typedef struct oxr_cmo {
 
 typedef struct oxr_arena oxr_arena;
 
-oxr_status_t oxr_arena_create(oxr_arena **out);
-void oxr_arena_destroy(oxr_arena *a);
+OXR_API oxr_status_t oxr_arena_create(oxr_arena **out);
+OXR_API void oxr_arena_destroy(oxr_arena *a);
 /* Frees every object allocated from the arena; the arena stays usable. */
-void oxr_arena_reset(oxr_arena *a);
+OXR_API void oxr_arena_reset(oxr_arena *a);
 /* Bytes currently held by the arena (for memory accounting). */
-size_t oxr_arena_bytes(const oxr_arena *a);
+OXR_API size_t oxr_arena_bytes(const oxr_arena *a);
 /* Raw allocation, 16-byte aligned; NULL (and oxr_errmsg) when out of memory. */
-void *oxr_arena_alloc(oxr_arena *a, size_t n);
+OXR_API void *oxr_arena_alloc(oxr_arena *a, size_t n);
 
 /* ---- builders ------------------------------------------------------- */
 /* Each returns NULL with oxr_errmsg() set when memory runs out. */
 
 /* Immutable shared objects for the tags without a body. */
-oxr_cmo *oxr_cmo_null(void);
-oxr_cmo *oxr_cmo_zero(void);
-oxr_cmo *oxr_cmo_dms_generic(void);
-oxr_cmo *oxr_cmo_error(void);
+OXR_API oxr_cmo *oxr_cmo_null(void);
+OXR_API oxr_cmo *oxr_cmo_zero(void);
+OXR_API oxr_cmo *oxr_cmo_dms_generic(void);
+OXR_API oxr_cmo *oxr_cmo_error(void);
 
-oxr_cmo *oxr_cmo_new_int32(oxr_arena *a, int32_t v);
+OXR_API oxr_cmo *oxr_cmo_new_int32(oxr_arena *a, int32_t v);
 /* tag: OXR_CMO_IEEE_DOUBLE_FLOAT or OXR_CMO_64BIT_MACHINE_DOUBLE */
-oxr_cmo *oxr_cmo_new_double(oxr_arena *a, int32_t tag, double v);
+OXR_API oxr_cmo *oxr_cmo_new_double(oxr_arena *a, int32_t tag, double v);
 /* tag: OXR_CMO_STRING or OXR_CMO_DATUM; the bytes are copied. */
-oxr_cmo *oxr_cmo_new_bytes(oxr_arena *a, int32_t tag, const void *p, size_t n);
-oxr_cmo *oxr_cmo_new_string(oxr_arena *a, const char *s);
-oxr_cmo *oxr_cmo_new_zz(oxr_arena *a, mpz_srcptr z);
-oxr_cmo *oxr_cmo_new_zz_si(oxr_arena *a, long v);
+OXR_API oxr_cmo *oxr_cmo_new_bytes(oxr_arena *a, int32_t tag, const void *p, size_t n);
+OXR_API oxr_cmo *oxr_cmo_new_string(oxr_arena *a, const char *s);
+OXR_API oxr_cmo *oxr_cmo_new_zz(oxr_arena *a, mpz_srcptr z);
+OXR_API oxr_cmo *oxr_cmo_new_zz_si(oxr_arena *a, long v);
 /* Canonicalised first (mpq_canonicalize semantics are the caller's). */
-oxr_cmo *oxr_cmo_new_qq(oxr_arena *a, mpq_srcptr q);
+OXR_API oxr_cmo *oxr_cmo_new_qq(oxr_arena *a, mpq_srcptr q);
 /* A container of any tag that holds only kids (LIST, MATHCAP, TREE, ...);
  * the kids start NULL and must be set before encoding. */
-oxr_cmo *oxr_cmo_new_node(oxr_arena *a, int32_t tag, uint32_t nkids);
-oxr_cmo *oxr_cmo_new_list(oxr_arena *a, uint32_t n);
+OXR_API oxr_cmo *oxr_cmo_new_node(oxr_arena *a, int32_t tag, uint32_t nkids);
+OXR_API oxr_cmo *oxr_cmo_new_list(oxr_arena *a, uint32_t n);
 /* nexp exponents copied; coef becomes kids[0]. */
-oxr_cmo *oxr_cmo_new_monomial32(oxr_arena *a, uint32_t nexp, const int32_t *exps,
-				oxr_cmo *coef);
+OXR_API oxr_cmo *oxr_cmo_new_monomial32(oxr_arena *a, uint32_t nexp, const int32_t *exps,
+					oxr_cmo *coef);
 /* An array payload object: ARRAY_OF_64BIT_MACHINE_DOUBLE (n doubles). */
-oxr_cmo *oxr_cmo_new_double_array(oxr_arena *a, const double *v, uint32_t n);
+OXR_API oxr_cmo *oxr_cmo_new_double_array(oxr_arena *a, const double *v, uint32_t n);
 
 /* A deep copy of o into a (the shared singletons stay shared). */
-oxr_status_t oxr_cmo_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out);
+OXR_API oxr_status_t oxr_cmo_copy(oxr_arena *a, const oxr_cmo *o, oxr_cmo **out);
 
 /* ---- accessors ------------------------------------------------------ */
 
 /* ZZ (or INT32) value into z. */
-oxr_status_t oxr_cmo_get_mpz(const oxr_cmo *o, mpz_ptr z);
+OXR_API oxr_status_t oxr_cmo_get_mpz(const oxr_cmo *o, mpz_ptr z);
 /* QQ, ZZ or INT32 value into q. */
-oxr_status_t oxr_cmo_get_mpq(const oxr_cmo *o, mpq_ptr q);
+OXR_API oxr_status_t oxr_cmo_get_mpq(const oxr_cmo *o, mpq_ptr q);
 /* i-th int32 element of data (MONOMIAL32 exponents, ZZ words), host order. */
-int32_t oxr_cmo_word(const oxr_cmo *o, size_t i);
+OXR_API int32_t oxr_cmo_word(const oxr_cmo *o, size_t i);
 /* i-th double of an ARRAY_OF_64BIT_MACHINE_DOUBLE, host order. */
-double oxr_cmo_double_at(const oxr_cmo *o, size_t i);
+OXR_API double oxr_cmo_double_at(const oxr_cmo *o, size_t i);
 /* Number of int32 exponents of a MONOMIAL32. */
 static inline uint32_t oxr_cmo_nexp(const oxr_cmo *o) { return (uint32_t)(o->len / 4); }
 
 /* Structural equality (values, not stored byte orders); 1 if equal. */
-int oxr_cmo_equal(const oxr_cmo *x, const oxr_cmo *y);
+OXR_API int oxr_cmo_equal(const oxr_cmo *x, const oxr_cmo *y);
 
 /* "CMO_ZZ" for OXR_CMO_ZZ; NULL for a tag oxr does not know. */
-const char *oxr_cmo_tag_name(int32_t tag);
+OXR_API const char *oxr_cmo_tag_name(int32_t tag);
 /* Tag of a name ("CMO_ZZ"), or 0 when unknown. */
-int32_t oxr_cmo_tag_of(const char *name, size_t len);
+OXR_API int32_t oxr_cmo_tag_of(const char *name, size_t len);
 
 /* ---- limits --------------------------------------------------------- */
 
@@ -190,24 +190,24 @@ typedef struct oxr_cmo_limits {
 #define OXR_CMO_DEFAULT_MAX_OBJECTS (1ull << 26)
 #define OXR_CMO_DEFAULT_PREALLOC_BYTES (16ull << 20)
 
-void oxr_cmo_limits_default(oxr_cmo_limits *lim);
+OXR_API void oxr_cmo_limits_default(oxr_cmo_limits *lim);
 /* Defaults overridden by OXR_CMO_MAX_DEPTH, OXR_CMO_MAX_OBJECT_BYTES,
  * OXR_CMO_MAX_TOTAL_BYTES, OXR_CMO_MAX_OBJECTS, OXR_CMO_PREALLOC_BYTES; a
  * malformed value is an
  * error naming the variable. */
-oxr_status_t oxr_cmo_limits_from_env(oxr_cmo_limits *lim);
+OXR_API oxr_status_t oxr_cmo_limits_from_env(oxr_cmo_limits *lim);
 
 /* ---- encoder -------------------------------------------------------- */
 
 /* Bytes the object takes on the wire (tag included). */
-oxr_status_t oxr_cmo_size(const oxr_cmo *o, size_t *size);
+OXR_API oxr_status_t oxr_cmo_size(const oxr_cmo *o, size_t *size);
 /* Canonical encoding into buf[0..cap); *len gets the bytes written.
  * OXR_ERR_SPACE (nothing useful written) if cap is too small. */
-oxr_status_t oxr_cmo_encode(const oxr_cmo *o, int order, void *buf, size_t cap,
-			    size_t *len);
+OXR_API oxr_status_t oxr_cmo_encode(const oxr_cmo *o, int order, void *buf, size_t cap,
+				    size_t *len);
 /* Same into a malloc'ed buffer the caller frees. */
-oxr_status_t oxr_cmo_encode_alloc(const oxr_cmo *o, int order, uint8_t **buf,
-				  size_t *len);
+OXR_API oxr_status_t oxr_cmo_encode_alloc(const oxr_cmo *o, int order, uint8_t **buf,
+					  size_t *len);
 
 /* ---- decoder -------------------------------------------------------- */
 
@@ -217,9 +217,9 @@ oxr_status_t oxr_cmo_encode_alloc(const oxr_cmo *o, int order, uint8_t **buf,
  * from the arena.  *used gets the bytes the object took.  An object that
  * does not end inside buf is OXR_ERR_TRUNCATED.  lim NULL: the defaults.
  */
-oxr_status_t oxr_cmo_decode(const void *buf, size_t len, int order,
-			    const oxr_cmo_limits *lim, oxr_arena *a,
-			    oxr_cmo **out, size_t *used);
+OXR_API oxr_status_t oxr_cmo_decode(const void *buf, size_t len, int order,
+				    const oxr_cmo_limits *lim, oxr_arena *a,
+				    oxr_cmo **out, size_t *used);
 
 /*
  * Incremental decoder: feed the bytes of a stream in pieces of any size.
@@ -238,19 +238,19 @@ enum oxr_decode_what {
 };
 enum { OXR_FEED_BORROW = 1 };
 
-oxr_status_t oxr_decoder_create(oxr_decoder **out, int what, int order,
-				const oxr_cmo_limits *lim, oxr_arena *a);
-void oxr_decoder_destroy(oxr_decoder *d);
+OXR_API oxr_status_t oxr_decoder_create(oxr_decoder **out, int what, int order,
+					const oxr_cmo_limits *lim, oxr_arena *a);
+OXR_API void oxr_decoder_destroy(oxr_decoder *d);
 /* Forget any partial object and any error; keep what, order and limits. */
-void oxr_decoder_reset(oxr_decoder *d);
-void oxr_decoder_set_order(oxr_decoder *d, int order);
-void oxr_decoder_set_arena(oxr_decoder *d, oxr_arena *a);
-oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
-			      unsigned flags, size_t *used);
+OXR_API void oxr_decoder_reset(oxr_decoder *d);
+OXR_API void oxr_decoder_set_order(oxr_decoder *d, int order);
+OXR_API void oxr_decoder_set_arena(oxr_decoder *d, oxr_arena *a);
+OXR_API oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
+				      unsigned flags, size_t *used);
 /* The finished object of the last OXR_OK (OXR_DECODE_CMO). */
-oxr_cmo *oxr_decoder_cmo(const oxr_decoder *d);
+OXR_API oxr_cmo *oxr_decoder_cmo(const oxr_decoder *d);
 /* Bytes of the current (or just finished) object consumed so far. */
-uint64_t oxr_decoder_offset(const oxr_decoder *d);
+OXR_API uint64_t oxr_decoder_offset(const oxr_decoder *d);
 /*
  * Reading straight into a payload: while the decoder copies a payload (not
  * in a borrowed piece), oxr_decoder_direct gives where its next bytes go and
@@ -259,12 +259,12 @@ uint64_t oxr_decoder_offset(const oxr_decoder *d);
  * the rest of the stream as usual (a feed of 0 bytes finishes the object).
  * This saves the copy out of a socket buffer for large payloads.
  */
-size_t oxr_decoder_direct(oxr_decoder *d, void **dst);
-void oxr_decoder_advance(oxr_decoder *d, size_t n);
+OXR_API size_t oxr_decoder_direct(oxr_decoder *d, void **dst);
+OXR_API void oxr_decoder_advance(oxr_decoder *d, size_t n);
 /* Bytes of an object begun but not finished (0 between objects). */
-uint64_t oxr_decoder_pending(const oxr_decoder *d);
+OXR_API uint64_t oxr_decoder_pending(const oxr_decoder *d);
 /* The message of the decoder's error ("" if none). */
-const char *oxr_decoder_error(const oxr_decoder *d);
+OXR_API const char *oxr_decoder_error(const oxr_decoder *d);
 
 #ifdef __cplusplus
 }

@@ -26,13 +26,13 @@ typedef struct oxr_text_item {
 /* Parses one item from s[0..len), skipping leading white space; *used gets
  * the characters taken.  A syntax error is OXR_ERR_PROTO with the column and
  * what was expected in oxr_errmsg(). */
-oxr_status_t oxr_text_parse(const char *s, size_t len, oxr_arena *a,
-			    oxr_text_item *out, size_t *used);
+OXR_API oxr_status_t oxr_text_parse(const char *s, size_t len, oxr_arena *a,
+				    oxr_text_item *out, size_t *used);
 
 /* Canonical text of an object or a frame, NUL-terminated, malloc'ed (the
  * caller frees it); parsing it gives the same object back. */
-oxr_status_t oxr_text_print_cmo(const oxr_cmo *o, char **out, size_t *len);
-oxr_status_t oxr_text_print_msg(const oxr_ox_msg *m, char **out, size_t *len);
+OXR_API oxr_status_t oxr_text_print_cmo(const oxr_cmo *o, char **out, size_t *len);
+OXR_API oxr_status_t oxr_text_print_msg(const oxr_ox_msg *m, char **out, size_t *len);
 
 #ifdef __cplusplus
 }

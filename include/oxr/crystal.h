@@ -64,24 +64,24 @@ typedef struct oxr_crystal_stats {
 } oxr_crystal_stats;
 
 /* Collective over the group (every rank linked to every other). */
-oxr_status_t oxr_crystal_create(oxr_group *g, oxr_crystal **out);
-void oxr_crystal_destroy(oxr_crystal *cr);
+OXR_API oxr_status_t oxr_crystal_create(oxr_group *g, oxr_crystal **out);
+OXR_API void oxr_crystal_destroy(oxr_crystal *cr);
 
 /* Appends one record for rank dest; p[0..len) is copied.  A dest outside
  * [0, P) is OXR_ERR_INVAL, and nothing is packed. */
-oxr_status_t oxr_crystal_pack(oxr_crystal *cr, int dest, const void *p, uint64_t len);
+OXR_API oxr_status_t oxr_crystal_pack(oxr_crystal *cr, int dest, const void *p, uint64_t len);
 
 /* Collective: routes every packed record to its destination and makes the
  * records addressed to this rank the received set (the previous received set
  * is dropped).  timeout_ms bounds the whole transfer (< 0: no bound).  A
  * malformed record or stage from a peer is OXR_ERR_PROTO naming the rank and
  * the stage; after any failure the router refuses further transfers. */
-oxr_status_t oxr_crystal_transfer(oxr_crystal *cr, int timeout_ms);
+OXR_API oxr_status_t oxr_crystal_transfer(oxr_crystal *cr, int timeout_ms);
 
 /* The next received record: OXR_OK and *rec, or OXR_AGAIN after the last. */
-oxr_status_t oxr_crystal_next(oxr_crystal *cr, oxr_crystal_rec *rec);
+OXR_API oxr_status_t oxr_crystal_next(oxr_crystal *cr, oxr_crystal_rec *rec);
 
-oxr_status_t oxr_crystal_get_stats(const oxr_crystal *cr, oxr_crystal_stats *st);
+OXR_API oxr_status_t oxr_crystal_get_stats(const oxr_crystal *cr, oxr_crystal_stats *st);
 
 #ifdef __cplusplus
 }

@@ -27,49 +27,51 @@ typedef struct oxr_master oxr_master;
 
 /* Starts n local oxr-servers (server: the binary, NULL: OXR_SERVER or the
  * default), each with a data and a control channel. */
-oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out);
+OXR_API oxr_status_t oxr_master_launch(const char *server, int n, oxr_master **out);
 /* Starts n oxr-servers with a cluster's launcher, the words before the
  * server's command line: "mpirun -n 4", "srun -n 4 --mpi=pmix".  Each
  * server connects back (--connect HOST:PORT, HOST from OXR_MASTER_HOST or
  * this host's name) and proves a one-time password carrying its launcher
  * rank, which becomes its RFC-102 rank.  NULL or "": oxr_master_launch. */
-oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, int n,
-				    int timeout_ms, oxr_master **out);
+OXR_API oxr_status_t oxr_master_launch_with(const char *launcher, const char *server, int n,
+					    int timeout_ms, oxr_master **out);
 /* Starts n local servers, server i from the binary servers[i] (NULL: the
  * default of oxr_master_launch), each as oxr_master_launch starts one (data
  * channel on fds 3 and 4, --control-fd 5): a group can mix oxr-servers
  * with other OpenXM engines started the same way (a test's ox_asir peer).
  * Errors: as oxr_master_launch. */
-oxr_status_t oxr_master_launch_each(const char *const *servers, int n, oxr_master **out);
+OXR_API oxr_status_t oxr_master_launch_each(const char *const *servers, int n, oxr_master **out);
 /* Shuts every server down (SM_shutdown, then SIGKILL after timeout_ms). */
-void oxr_master_destroy(oxr_master *m, int timeout_ms);
-int oxr_master_size(const oxr_master *m);
+OXR_API void oxr_master_destroy(oxr_master *m, int timeout_ms);
+OXR_API int oxr_master_size(const oxr_master *m);
 /* The data channel's socket of server i (for tests that write raw bytes). */
-int oxr_master_data_fd(const oxr_master *m, int i);
+OXR_API int oxr_master_data_fd(const oxr_master *m, int i);
 /* The byte order negotiated with server i. */
-int oxr_master_order(const oxr_master *m, int i);
+OXR_API int oxr_master_order(const oxr_master *m, int i);
 
 /* Waits for server i's process to end (its waitpid status). */
-oxr_status_t oxr_master_wait(oxr_master *m, int i, int timeout_ms, int *status);
+OXR_API oxr_status_t oxr_master_wait(oxr_master *m, int i, int timeout_ms, int *status);
 
 /* RFC-100: push an object, send a command, pop the top (SM_popCMO and its
  * reply; a CMO_ERROR2 reply is returned as the object, status OXR_OK). */
-oxr_status_t oxr_master_push(oxr_master *m, int i, const oxr_cmo *o);
-oxr_status_t oxr_master_cmd(oxr_master *m, int i, int32_t sm);
-oxr_status_t oxr_master_pop(oxr_master *m, int i, int timeout_ms, oxr_arena *a, oxr_cmo **out);
+OXR_API oxr_status_t oxr_master_push(oxr_master *m, int i, const oxr_cmo *o);
+OXR_API oxr_status_t oxr_master_cmd(oxr_master *m, int i, int32_t sm);
+OXR_API oxr_status_t oxr_master_pop(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
+				    oxr_cmo **out);
 /* Reads the next reply (an OX_DATA) without asking: after an SM_popString
  * sent with oxr_master_cmd, say. */
-oxr_status_t oxr_master_recv(oxr_master *m, int i, int timeout_ms, oxr_arena *a, oxr_cmo **out);
+OXR_API oxr_status_t oxr_master_recv(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
+				     oxr_cmo **out);
 /* Pushes args (last first) and n and name, then SM_executeFunction. */
-oxr_status_t oxr_master_call(oxr_master *m, int i, const char *fn, int argc,
-			     const oxr_cmo *const *args);
+OXR_API oxr_status_t oxr_master_call(oxr_master *m, int i, const char *fn, int argc,
+				     const oxr_cmo *const *args);
 /* Pops the top and fails (OXR_ERR_PEER, the message) when it is an error;
  * out may be NULL. */
-oxr_status_t oxr_master_result(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
-			       oxr_cmo **out);
+OXR_API oxr_status_t oxr_master_result(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
+				       oxr_cmo **out);
 /* RFC-100 reset of server i: SM_control_reset_connection, drop the data
  * channel up to the server's OX_SYNC_BALL, send ours. */
-oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
+OXR_API oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
 
 /* RFC-102, over all servers: ranks 0..n-1 and every pair linked.  Each
  * server's mathcap says whether it is an oxr-server; oxr-servers get a
@@ -77,10 +79,10 @@ oxr_status_t oxr_master_reset(oxr_master *m, int i, int timeout_ms);
  * move to RDMA where both ends can, while every link to another engine
  * (ox_asir) stays plain RFC-102 TCP, the bytes it speaks.  plain: every
  * link plain. */
-oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
+OXR_API oxr_status_t oxr_master_group(oxr_master *m, int plain, int timeout_ms);
 /* Treats server i as a plain OpenXM engine (as if its mathcap said so):
  * before oxr_master_group. */
-void oxr_master_set_plain(oxr_master *m, int i);
+OXR_API void oxr_master_set_plain(oxr_master *m, int i);
 /* RFC-102 links over Unix-domain sockets, as asir's spawn102_local makes
  * them (generate_port(1)): for every pair a new socket path in dir is the
  * port, a CMO_STRING, of SM_tcp_accept_102 and SM_tcp_connect_102 (whose
@@ -90,23 +92,23 @@ void oxr_master_set_plain(oxr_master *m, int i);
  * removed with the master.  Before oxr_master_group.  Errors:
  * OXR_ERR_INVAL (the group is formed already, or dir is too long for a
  * socket path), OXR_ERR_IO (the directory cannot be made). */
-oxr_status_t oxr_master_set_unix(oxr_master *m, const char *dir);
+OXR_API oxr_status_t oxr_master_set_unix(oxr_master *m, const char *dir);
 /* Kills server i (SM_control_kill: a process failure, for tests and for
  * giving up on a hung one). */
-oxr_status_t oxr_master_kill(oxr_master *m, int i);
+OXR_API oxr_status_t oxr_master_kill(oxr_master *m, int i);
 /* Starts a new server in the place of server i (killed first if alive),
  * gives it rank i and the group's token and links it to every other; it
  * takes the group's epoch.  Then oxr_master_reset_102 makes the group
  * whole again, in a new epoch. */
-oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms);
+OXR_API oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms);
 /* Each pushes the result on every server (RFC-102 conventions). */
-oxr_status_t oxr_master_bcast(oxr_master *m, int root, const oxr_cmo *o);
-oxr_status_t oxr_master_reduce(oxr_master *m, int root, const char *op);
+OXR_API oxr_status_t oxr_master_bcast(oxr_master *m, int root, const oxr_cmo *o);
+OXR_API oxr_status_t oxr_master_reduce(oxr_master *m, int root, const char *op);
 /* SM_reset_102 everywhere, after an RFC-100 reset of every server. */
-oxr_status_t oxr_master_reset_102(oxr_master *m, int timeout_ms);
+OXR_API oxr_status_t oxr_master_reset_102(oxr_master *m, int timeout_ms);
 /* Waits until every server has run all it was sent (SM_getsp round trip)
  * and checks that none has an error on top of its stack. */
-oxr_status_t oxr_master_sync(oxr_master *m, int timeout_ms);
+OXR_API oxr_status_t oxr_master_sync(oxr_master *m, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -79,12 +79,12 @@ enum oxr_sm {
 };
 
 /* "SM_popCMO" for 262; NULL for a code oxr does not know. */
-const char *oxr_sm_name(int32_t sm);
+OXR_API const char *oxr_sm_name(int32_t sm);
 /* Code of a name ("SM_popCMO"), or -1 when unknown. */
-int32_t oxr_sm_of(const char *name, size_t len);
+OXR_API int32_t oxr_sm_of(const char *name, size_t len);
 /* "OX_DATA" for 514; NULL when unknown. */
-const char *oxr_ox_tag_name(int32_t tag);
-int32_t oxr_ox_tag_of(const char *name, size_t len);
+OXR_API const char *oxr_ox_tag_name(int32_t tag);
+OXR_API int32_t oxr_ox_tag_of(const char *name, size_t len);
 
 /* One OX message.  cmo is set for OX_DATA, sm for OX_COMMAND. */
 typedef struct oxr_ox_msg {
@@ -96,20 +96,20 @@ typedef struct oxr_ox_msg {
 
 /* Frame bytes of a message; has_serial 0 leaves the serial out, as the old
  * spec examples and bconv's text do (real links always carry it). */
-oxr_status_t oxr_ox_size(const oxr_ox_msg *m, int has_serial, size_t *size);
-oxr_status_t oxr_ox_encode(const oxr_ox_msg *m, int has_serial, int order,
-			   void *buf, size_t cap, size_t *len);
-oxr_status_t oxr_ox_encode_alloc(const oxr_ox_msg *m, int has_serial, int order,
-				 uint8_t **buf, size_t *len);
+OXR_API oxr_status_t oxr_ox_size(const oxr_ox_msg *m, int has_serial, size_t *size);
+OXR_API oxr_status_t oxr_ox_encode(const oxr_ox_msg *m, int has_serial, int order,
+				   void *buf, size_t cap, size_t *len);
+OXR_API oxr_status_t oxr_ox_encode_alloc(const oxr_ox_msg *m, int has_serial, int order,
+					 uint8_t **buf, size_t *len);
 
 /* One-shot decode of a framed message (serial included), like oxr_cmo_decode. */
-oxr_status_t oxr_ox_decode(const void *buf, size_t len, int order,
-			   const oxr_cmo_limits *lim, oxr_arena *a,
-			   oxr_ox_msg *out, size_t *used);
+OXR_API oxr_status_t oxr_ox_decode(const void *buf, size_t len, int order,
+				   const oxr_cmo_limits *lim, oxr_arena *a,
+				   oxr_ox_msg *out, size_t *used);
 /* The finished message of the last OXR_OK of an OXR_DECODE_OX decoder. */
-const oxr_ox_msg *oxr_decoder_msg(const oxr_decoder *d);
+OXR_API const oxr_ox_msg *oxr_decoder_msg(const oxr_decoder *d);
 /* Decode frames without a serial (bconv text, old spec examples). */
-void oxr_decoder_set_serial(oxr_decoder *d, int has_serial);
+OXR_API void oxr_decoder_set_serial(oxr_decoder *d, int has_serial);
 
 /* ---- byte-order exchange ------------------------------------------- */
 
@@ -126,15 +126,15 @@ enum oxr_order_role {
 };
 
 /* The byte that asks for `order` (OXR_ORDER_LITTLE -> 1, NETWORK -> 0). */
-uint8_t oxr_order_byte(int order);
+OXR_API uint8_t oxr_order_byte(int order);
 /* Both bytes equal: that order (0xff = big = network); else network order.
  * A byte other than 0, 1, 0xff is OXR_ERR_PROTO (asir's launcher writes 2
  * when the engine failed to start). */
-oxr_status_t oxr_order_resolve(uint8_t mine, uint8_t theirs, int *order);
+OXR_API oxr_status_t oxr_order_resolve(uint8_t mine, uint8_t theirs, int *order);
 /* Runs the exchange on a connected socket or pipe pair (rfd may equal wfd),
  * waiting at most timeout_ms (< 0: forever) for the peer's byte. */
-oxr_status_t oxr_order_exchange(int rfd, int wfd, int role, uint8_t mine,
-				int timeout_ms, int *order);
+OXR_API oxr_status_t oxr_order_exchange(int rfd, int wfd, int role, uint8_t mine,
+					int timeout_ms, int *order);
 
 #ifdef __cplusplus
 }

@@ -128,22 +128,22 @@ typedef struct oxr_ctx_params {
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */
-oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *p, oxr_ctx **out);
+OXR_API oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *p, oxr_ctx **out);
 /* Every field of c's configuration (field_mask: OXR_CTX_PARAM_ALL). */
-const oxr_ctx_params *oxr_ctx_get_params(const oxr_ctx *c);
+OXR_API const oxr_ctx_params *oxr_ctx_get_params(const oxr_ctx *c);
 /* Sets the fields p->field_mask names, all within OXR_CTX_PARAM_LIVE, on a
  * live context; later collectives and engines use them. */
-oxr_status_t oxr_ctx_modify(oxr_ctx *c, const oxr_ctx_params *p);
+OXR_API oxr_status_t oxr_ctx_modify(oxr_ctx *c, const oxr_ctx_params *p);
 /* The context a group belongs to. */
-oxr_ctx *oxr_group_ctx(const oxr_group *g);
+OXR_API oxr_ctx *oxr_group_ctx(const oxr_group *g);
 
 /* Reads the fields `fields` names from the environment (a default where a
  * variable is unset or empty) into *p and sets p->field_mask to fields.
  * Strings point into the environment or static storage. */
-oxr_status_t oxr_ctx_params_read(uint64_t fields, oxr_ctx_params *p);
+OXR_API oxr_status_t oxr_ctx_params_read(uint64_t fields, oxr_ctx_params *p);
 
 /* p's OXR_CMO_* fields as decoder limits. */
-void oxr_cmo_limits_from_params(const oxr_ctx_params *p, oxr_cmo_limits *lim);
+OXR_API void oxr_cmo_limits_from_params(const oxr_ctx_params *p, oxr_cmo_limits *lim);
 
 /* The parser's table, for documentation and tests: entry i (0 past the end). */
 typedef struct oxr_param_desc {
@@ -155,7 +155,7 @@ typedef struct oxr_param_desc {
 	uint64_t def_value;
 	const char *doc;
 } oxr_param_desc;
-int oxr_ctx_param_describe(size_t i, oxr_param_desc *d);
+OXR_API int oxr_ctx_param_describe(size_t i, oxr_param_desc *d);
 
 #ifdef __cplusplus
 }

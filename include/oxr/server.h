@@ -50,26 +50,38 @@ enum oxr_engine_flags {
 
 /* An engine writing its replies to wfd in byte order `order` (already
  * negotiated).  ctx may be NULL: one is made when a group is first needed. */
-oxr_status_t oxr_engine_create(oxr_ctx *ctx, int wfd, int order, unsigned flags,
-			       oxr_engine **out);
-void oxr_engine_destroy(oxr_engine *e);
+OXR_API oxr_status_t oxr_engine_create(oxr_ctx *ctx, int wfd, int order, unsigned flags,
+				       oxr_engine **out);
+OXR_API void oxr_engine_destroy(oxr_engine *e);
 /* Feeds bytes of the data channel; complete messages are run at once.
  * OXR_OK: all consumed; an error: the stream is broken, the session ends. */
-oxr_status_t oxr_engine_input(oxr_engine *e, const void *buf, size_t len);
+OXR_API oxr_status_t oxr_engine_input(oxr_engine *e, const void *buf, size_t len);
 /* Serves the data channel on rfd until SM_shutdown (OXR_OK) or the master
  * closes it (OXR_ERR_CLOSED); also moves the group's links on while idle. */
-oxr_status_t oxr_engine_serve(oxr_engine *e, int rfd);
+OXR_API oxr_status_t oxr_engine_serve(oxr_engine *e, int rfd);
 /* 1 once SM_shutdown was run. */
-int oxr_engine_finished(const oxr_engine *e);
+OXR_API int oxr_engine_finished(const oxr_engine *e);
 /* The flag a SIGUSR1 handler sets (RFC-100 reset: abandon the work, send
  * OX_SYNC_BALL, drop everything until the master's OX_SYNC_BALL). */
-volatile sig_atomic_t *oxr_engine_reset_flag(oxr_engine *e);
+OXR_API volatile sig_atomic_t *oxr_engine_reset_flag(oxr_engine *e);
 /* Stack depth, and the object at depth i from the top (0: top); for tests. */
-size_t oxr_engine_depth(const oxr_engine *e);
-const oxr_cmo *oxr_engine_peek(const oxr_engine *e, size_t i);
+OXR_API size_t oxr_engine_depth(const oxr_engine *e);
+OXR_API const oxr_cmo *oxr_engine_peek(const oxr_engine *e, size_t i);
 
 /* The engine's mathcap (CMO_MATHCAP), built into a. */
-oxr_cmo *oxr_engine_mathcap(oxr_arena *a);
+OXR_API oxr_cmo *oxr_engine_mathcap(oxr_arena *a);
+
+/* An engine's channels to its master, as OpenXM's ox launcher opens them
+ * (oxr-server --listen/--connect).  pw, when not NULL, is the launcher's
+ * one-time password: whoever connects writes it and a NUL, the acceptor
+ * checks it (within 30 s) and fails with OXR_ERR_AUTH when it differs. */
+/* Listens on port (0: the OS picks); *bound gets the port. */
+OXR_API oxr_status_t oxr_channel_listen(int port, int *lfd, int *bound);
+/* One channel from lfd; timeout_ms < 0 waits forever for the connection. */
+OXR_API oxr_status_t oxr_channel_accept(int lfd, const char *pw, int timeout_ms, int *fd);
+/* One channel to "HOST:PORT", connected within timeout_ms. */
+OXR_API oxr_status_t oxr_channel_connect(const char *host_port, const char *pw, int timeout_ms,
+					 int *fd);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef OXR_STATUS_H
 #define OXR_STATUS_H
 
+#include "oxr/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,14 +37,14 @@ enum {
 };
 
 /* Short fixed text for a status code ("malformed input", ...). */
-const char *oxr_strerror(oxr_status_t status);
+OXR_API const char *oxr_strerror(oxr_status_t status);
 
 /*
  * Detail of the most recent failing oxr call on this thread: what was wrong,
  * where (byte offset, rank, ...) and, where there is one, how to fix it.
  * Valid until the next failing oxr call on this thread.
  */
-const char *oxr_errmsg(void);
+OXR_API const char *oxr_errmsg(void);
 
 #ifdef __cplusplus
 }

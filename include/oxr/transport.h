@@ -84,28 +84,28 @@ extern "C" {
 typedef struct oxr_ctx oxr_ctx;
 typedef struct oxr_group oxr_group;
 
-oxr_status_t oxr_ctx_create(oxr_ctx **out);
-void oxr_ctx_destroy(oxr_ctx *c);
+OXR_API oxr_status_t oxr_ctx_create(oxr_ctx **out);
+OXR_API void oxr_ctx_destroy(oxr_ctx *c);
 /* "verbs" or "tcp": what this context's authenticated links use (OpenXM
  * links are always tcp; a verbs context falls back to tcp per link when the
  * peer has no verbs, unless OXR_TRANSPORT=verbs). */
-const char *oxr_ctx_transport(const oxr_ctx *c);
+OXR_API const char *oxr_ctx_transport(const oxr_ctx *c);
 /* While *flag is nonzero, every wait of the context's groups (but a send's,
  * which finishes what it began) returns OXR_ERR_INTR: an engine's signal
  * handler sets it to abandon work (an RFC-100 reset).  NULL: never. */
-void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag);
+OXR_API void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag);
 /* Verbs queue pairs and memory registrations this process holds now, for
  * leak checks (0 and 0 without the verbs backend). */
-void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs);
+OXR_API void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs);
 
-oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
+OXR_API oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
 /* Closes every link; pending receives are dropped. */
-void oxr_group_destroy(oxr_group *g);
-int oxr_group_size(const oxr_group *g);
-int oxr_group_rank(const oxr_group *g);
-uint32_t oxr_group_epoch(const oxr_group *g);
+OXR_API void oxr_group_destroy(oxr_group *g);
+OXR_API int oxr_group_size(const oxr_group *g);
+OXR_API int oxr_group_rank(const oxr_group *g);
+OXR_API uint32_t oxr_group_epoch(const oxr_group *g);
 /* The secret OXR_LINK_AUTH links prove (32 bytes, e.g. oxr_boot_token()). */
-oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len);
+OXR_API oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len);
 
 /*
  * A whole group from the bootstrap (oxr-run, PMIx or a singleton): size,
@@ -114,7 +114,7 @@ oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len)
  * bootstrap's allgather.  The host other ranks connect to is OXR_HOST, or
  * 127.0.0.1 when it is not set (right for oxr-run, which starts local ranks).
  */
-oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out);
+OXR_API oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out);
 
 enum oxr_link_mode {
 	OXR_LINK_AUTH = 0,
@@ -123,26 +123,27 @@ enum oxr_link_mode {
 
 /* Listens on port (0: the OS chooses; *bound gets the port).  One listening
  * socket serves every later accept on that port. */
-oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound);
+OXR_API oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound);
 /* Accepts the link to peer_rank on a port opened by oxr_link_listen (or
  * opens it now).  timeout_ms < 0: OXR_LINK_TIMEOUT_MS. */
-oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode, int timeout_ms);
-oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
-			      int mode, int timeout_ms);
+OXR_API oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode,
+				     int timeout_ms);
+OXR_API oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
+				      int mode, int timeout_ms);
 /* The same over a Unix-domain socket path (an RFC-102 String port, as asir's
  * generate_port(1) makes): accept binds and listens on path (which must
  * not exist), takes one peer and removes path; connect retries until path
  * accepts or timeout_ms passes.  A path longer than sun_path is an error. */
-oxr_status_t oxr_link_accept_path(oxr_group *g, const char *path, int peer_rank, int mode,
-				  int timeout_ms);
-oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank, int mode,
-				   int timeout_ms);
+OXR_API oxr_status_t oxr_link_accept_path(oxr_group *g, const char *path, int peer_rank, int mode,
+					  int timeout_ms);
+OXR_API oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank, int mode,
+					   int timeout_ms);
 /* 1 if a link to peer is open. */
-int oxr_link_is_open(const oxr_group *g, int peer);
+OXR_API int oxr_link_is_open(const oxr_group *g, int peer);
 /* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
-const char *oxr_link_transport(const oxr_group *g, int peer);
+OXR_API const char *oxr_link_transport(const oxr_group *g, int peer);
 /* Negotiated byte order of the link (OXR_ORDER_*), or an error. */
-oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
+OXR_API oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
 
 /* ---- messages ------------------------------------------------------- */
 
@@ -154,7 +155,7 @@ typedef struct oxr_rmsg {
 	oxr_arena *arena; /* owned; freed by oxr_rmsg_free */
 } oxr_rmsg;
 
-void oxr_rmsg_free(oxr_rmsg *m);
+OXR_API void oxr_rmsg_free(oxr_rmsg *m);
 
 /*
  * Sends one OX message (OX_DATA, OX_COMMAND or OX_SYNC_BALL) to peer.  The
@@ -163,21 +164,23 @@ void oxr_rmsg_free(oxr_rmsg *m);
  * reading the group's links, so two ranks sending to each other at once
  * cannot deadlock.
  */
-oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m);
+OXR_API oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m);
 /* Receives the next message from peer, in order; timeout_ms < 0 waits forever. */
-oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out);
+OXR_API oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out);
 
 /* Non-blocking forms.  The message and the memory of its CMO must stay
- * valid until the request completes. */
+ * valid until the request completes.  Receives from one peer get its
+ * messages in the order they were posted, whichever is tested first; an
+ * oxr_recv comes after the receives already posted. */
 typedef struct oxr_req oxr_req;
-oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req);
-oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req);
+OXR_API oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req);
+OXR_API oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req);
 /* *done = 1 once complete; returns the operation's status then. */
-oxr_status_t oxr_req_test(oxr_req *r, int *done);
-oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms);
+OXR_API oxr_status_t oxr_req_test(oxr_req *r, int *done);
+OXR_API oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms);
 /* The received message of a completed irecv (ownership passes to the caller). */
-oxr_rmsg *oxr_req_take(oxr_req *r);
-void oxr_req_free(oxr_req *r);
+OXR_API oxr_rmsg *oxr_req_take(oxr_req *r);
+OXR_API void oxr_req_free(oxr_req *r);
 
 /* ---- one-sided windows --------------------------------------------- */
 
@@ -200,20 +203,20 @@ typedef struct oxr_win_note {
 	size_t len;
 } oxr_win_note;
 
-oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
-			    oxr_win **out);
+OXR_API oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len,
+				    int timeout_ms, oxr_win **out);
 /* Zeroed, page-aligned memory for a window of g: on verbs from the NUMA node
  * of the group's device (where the HCA's DMA is cheapest), else plain.
  * Free it with oxr_win_free, with the same g and len, after the window. */
-oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out);
-void oxr_win_free(oxr_group *g, void *p, size_t len);
-void oxr_win_destroy(oxr_win *w);
+OXR_API oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out);
+OXR_API void oxr_win_free(oxr_group *g, void *p, size_t len);
+OXR_API void oxr_win_destroy(oxr_win *w);
 /* Writes src[0..len) to peer's window id at offset.  Returns when the bytes
  * have left this process (local completion); the target sees them land, in
  * order with every other put and message from this rank, through
  * oxr_win_wait.  src need not outlive the call. */
-oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
-		     size_t len, uint32_t notify);
+OXR_API oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
+			     size_t len, uint32_t notify);
 /* A put without a note, for targets that watch their memory (a flag word,
  * as perftest's ib_write_lat and MPI codes do).  On verbs it is an RDMA
  * WRITE of any size, landed by the target's HCA without the target's CPU,
@@ -222,13 +225,13 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
  * progress engine reads it, so a target that polls its memory calls
  * oxr_group_progress in the loop (a CQ poll on verbs).  Ordered with the origin's
  * earlier puts to that peer; counted by oxr_win_landed only on TCP. */
-oxr_status_t oxr_put_quiet(oxr_group *g, int peer, uint32_t id, uint64_t offset, const void *src,
-			   size_t len);
+OXR_API oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offset,
+				   const void *src, size_t len);
 /* The next landed put's note (remote completion at the target). */
-oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
+OXR_API oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
 /* Puts landed so far, and puts refused (bad bounds, stale epoch, unknown id). */
-uint64_t oxr_win_landed(const oxr_win *w);
-uint64_t oxr_group_puts_refused(const oxr_group *g);
+OXR_API uint64_t oxr_win_landed(const oxr_win *w);
+OXR_API uint64_t oxr_group_puts_refused(const oxr_group *g);
 
 /* ---- revoke and reset ---------------------------------------------- */
 
@@ -241,12 +244,12 @@ uint64_t oxr_group_puts_refused(const oxr_group *g);
  * revoke of an epoch already reset is dropped.  The group is usable again
  * after oxr_group_reset.
  */
-oxr_status_t oxr_group_revoke(oxr_group *g);
+OXR_API oxr_status_t oxr_group_revoke(oxr_group *g);
 /* 1 if revoked in the current epoch; *why (may be NULL) says by whom. */
-int oxr_group_revoked(const oxr_group *g, const char **why);
+OXR_API int oxr_group_revoked(const oxr_group *g, const char **why);
 /* What revokes name with the epoch: derived from the group token (one-way),
  * 0 for a group without one. */
-uint64_t oxr_group_id(const oxr_group *g);
+OXR_API uint64_t oxr_group_id(const oxr_group *g);
 /*
  * RFC-102's reset (SM_reset_102), collective over every rank linked to
  * this one: an OX_SYNC_BALL goes out on each link, everything that arrives
@@ -255,7 +258,7 @@ uint64_t oxr_group_id(const oxr_group *g);
  * registration: no write aimed with an old rkey can land).  Fails with
  * OXR_ERR_PEER when a linked rank has failed.
  */
-oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
+OXR_API oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
 /*
  * ULFM's shrink, in place, collective over the survivors: they agree on
  * who is alive (ranks whose links are open, agreed by a flooding round
@@ -266,11 +269,11 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
  * made again.  A rank that dies during the shrink fails the new group:
  * shrink again.
  */
-oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms);
+OXR_API oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms);
 
 /* Moves every link forward without blocking (reads, writes, completions,
  * puts landing); OXR_ERR_REVOKED once the group is revoked. */
-oxr_status_t oxr_group_progress(oxr_group *g);
+OXR_API oxr_status_t oxr_group_progress(oxr_group *g);
 
 #ifdef __cplusplus
 }
