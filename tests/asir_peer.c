@@ -1002,10 +1002,9 @@ static int engine(void)
 	}
 }
 
-/* The control process (asir's ox_launch after the fork). */
-static int control(int cfd, pid_t eng)
+/* The control process (asir's ox_launch after the fork), on stream c. */
+static int control_loop(struct stream *c, int cfd, pid_t eng)
 {
-	struct stream *c = stream_new(cfd, cfd);
 	uint8_t mine = ASIR_MY_BYTE, theirs;
 	int status, rc = -1;
 
@@ -1036,6 +1035,15 @@ static int control(int cfd, pid_t eng)
 		}
 	}
 	waitpid(eng, NULL, 0);
+	return rc;
+}
+
+static int control(int cfd, pid_t eng)
+{
+	struct stream *c = stream_new(cfd, cfd);
+	int rc = control_loop(c, cfd, eng);
+
+	stream_free(c);
 	return rc;
 }
 

@@ -58,7 +58,7 @@ static char **child_env(const char *const *extra)
 	size_t n = 0, k = 0, i;
 	char **env;
 
-	snprintf(lsan, sizeof(lsan), "LSAN_OPTIONS=%s%ssuppressions=%s/tests/pmix.lsan.supp",
+	snprintf(lsan, sizeof(lsan), "LSAN_OPTIONS=%s%ssuppressions=%s/tests/lsan.supp",
 		 old ? old : "", old && *old ? ":" : "", OXR_SOURCE_DIR);
 	while (environ[n])
 		n++;
