@@ -27,6 +27,7 @@
 #include "oxr/oxr.h"
 #include "oxr/transport.h"
 #include "cmo_random.h"
+#include "test_util.h"
 
 static int rank = -1, n;
 static uint64_t seed;
@@ -465,19 +466,10 @@ static int all(oxr_group *g, int every)
 
 /* ---- the big one ----------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const uint8_t *p, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* The payload, 8 bytes at a time, hashed as it is made. */
 static uint64_t make(uint8_t *dst, size_t len)
 {
-	uint64_t s = mix(99, len, 3, 1), h = 0xcbf29ce484222325ull, w;
+	uint64_t s = mix(99, len, 3, 1), h = FNV1A64_INIT, w;
 	uint8_t b[8];
 	size_t i;
 
@@ -487,17 +479,9 @@ static uint64_t make(uint8_t *dst, size_t len)
 		memcpy(b, &w, 8);
 		if (dst)
 			memcpy(dst + i, b, k);
-		h = fnv(h, b, k);
+		h = fnv1a64(h, b, k);
 	}
 	return h;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static int big(oxr_group *g, size_t len)
@@ -518,12 +502,12 @@ static int big(oxr_group *g, size_t len)
 		free(b);
 		CHECK(o, "datum");
 	}
-	t = now();
+	t = (double)now_us();
 	CHECK(oxr_bcast(g, root, &o, a, TMO) == OXR_OK, "big bcast");
-	t = now() - t;
+	t = ((double)now_us() - t) / 1e6;
 	oxr_bcast_last_counts(&c);
 	CHECK(o->tag == OXR_CMO_DATUM && o->len == len, "got %zu bytes", o->len);
-	CHECK(fnv(0xcbf29ce484222325ull, o->data, o->len) == want, "the hash differs");
+	CHECK(fnv1a64(FNV1A64_INIT, o->data, o->len) == want, "the hash differs");
 	CHECK(n == 1 || c.algo == OXR_COLL_CHAIN, "algo %d", c.algo);
 	CHECK(c.sent <= 1 + 8 + len / 1024 && c.received <= 2 + len / 1024 + 1, "counts");
 	oxr_arena_destroy(a);

@@ -21,11 +21,8 @@
 
 static int rank = -1;
 
-static void die(const char *what)
-{
-	fprintf(stderr, "boot_child: rank %d: %s: %s\n", rank, what, oxr_errmsg());
-	exit(1);
-}
+#define CHILD_PREFIX "boot_child: "
+#include "child_check.h"
 
 /* Rank r's i-th byte in an allgather of len bytes. */
 static uint8_t blob_byte(int r, size_t i, size_t len)

@@ -25,6 +25,7 @@
 #include "oxr/crystal.h"
 #include "oxr/transport.h"
 #include "crystal_wire.h"
+#include "test_util.h"
 
 static int rank = -1, size;
 static oxr_boot *boot;
@@ -75,15 +76,6 @@ static int records_of(uint64_t seed, int round, int src, struct rec *r, int cap)
 	return n;
 }
 
-static uint32_t fnv(const uint8_t *p, uint64_t n)
-{
-	uint32_t h = 2166136261u;
-
-	while (n--)
-		h = (h ^ *p++) * 16777619u;
-	return h;
-}
-
 /* Payload of a record: [src, seq, len, checksum of the rest] when it has
  * room, bytes that depend on (src, seq, i) everywhere else. */
 static void fill(uint8_t *p, int src, const struct rec *r)
@@ -97,7 +89,7 @@ static void fill(uint8_t *p, int src, const struct rec *r)
 		h[0] = (uint32_t)src;
 		h[1] = r->seq;
 		h[2] = (uint32_t)r->len;
-		h[3] = fnv(p + 16, r->len - 16);
+		h[3] = (uint32_t)fnv1a64(FNV1A64_INIT, p + 16, r->len - 16);
 		memcpy(p, h, 16);
 	}
 }
@@ -155,7 +147,10 @@ static int patterns(oxr_crystal *cr, uint64_t seed, int rounds, int jitter_us)
 				uint32_t h[4];
 				memcpy(h, got.data, 16);
 				CHECK(h[0] == (uint32_t)got.source && h[1] == mine[k].seq &&
-				      h[3] == fnv((const uint8_t *)got.data + 16, got.len - 16), "checksum");
+				      h[3] == (uint32_t)fnv1a64(FNV1A64_INIT,
+								(const uint8_t *)got.data + 16,
+								got.len - 16),
+				      "checksum");
 			}
 			received++;
 		}

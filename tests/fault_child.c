@@ -32,6 +32,7 @@
 #include "oxr/boot.h"
 #include "oxr/crystal.h"
 #include "oxr/transport.h"
+#include "test_util.h"
 
 #define TMO 20000
 #define SELF_WAIT_US 30000000LL     /* a victim among us dies within 30 ms */
@@ -39,13 +40,7 @@
 
 static int rank = -1;
 
-static long long now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
-}
+#include "child_check.h"
 
 static int count_fds(void)
 {
@@ -168,14 +163,10 @@ int main(int argc, char **argv)
 	srand(seed);
 	victim = outside ? -1 : rand() % n;
 	kill_at = (long long)(rand() % 30000); /* up to 30 ms into the run */
-	if ((st = make_objects(g, op, &s))) {
-		fprintf(stderr, "rank %d: making the %s objects: %s\n", rank, op, oxr_errmsg());
-		return 1;
-	}
-	if ((st = oxr_boot_barrier(b))) {
-		fprintf(stderr, "rank %d: barrier: %s\n", rank, oxr_errmsg());
-		return 1;
-	}
+	if ((st = make_objects(g, op, &s)))
+		die("making the %s objects", op);
+	if ((st = oxr_boot_barrier(b)))
+		die("barrier");
 	start = now_us();
 	for (;;) {
 		if (rank == victim && now_us() - start >= kill_at) {
@@ -202,10 +193,8 @@ int main(int argc, char **argv)
 	printf("rank %d: %s failed at %lld (%d): %s\n", rank, op, now_us(), st, oxr_errmsg());
 	fflush(stdout);
 	drop_objects(&s);
-	if ((st = oxr_group_shrink(g, TMO))) {
-		fprintf(stderr, "rank %d: shrink: %s\n", rank, oxr_errmsg());
-		return 1;
-	}
+	if ((st = oxr_group_shrink(g, TMO)))
+		die("shrink");
 	s.iter = 0; /* the ranks failed in different iterations: count afresh */
 	if ((st = make_objects(g, op, &s)) || (st = run_op(g, op, &s, &wrong)) || wrong) {
 		fprintf(stderr, "rank %d: %s on the shrunk group: %s%s\n", rank, op,

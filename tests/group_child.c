@@ -27,6 +27,7 @@
 #include "oxr/oxr.h"
 #include "oxr/transport.h"
 #include "cmo_random.h"
+#include "test_util.h"
 
 static int rank = -1;
 
@@ -57,9 +58,8 @@ static oxr_cmo *object(oxr_arena *a, int src, int dst, int k)
 		size_t n = (size_t)(rnd_next(&s) % max) + 1;
 		char *b = malloc(n);
 		oxr_cmo *o;
-		size_t i;
-		for (i = 0; i < n; i++)
-			b[i] = (char)(i * 31 + (size_t)src);
+
+		fill_pattern(b, n, 31, (size_t)src);
 		o = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, b, n);
 		free(b);
 		return o;
@@ -206,7 +206,7 @@ static int flood(oxr_group *g, long count)
 	return 0;
 }
 
-static int die(oxr_group *g)
+static int die_mode(oxr_group *g)
 {
 	CHECK(oxr_group_size(g) == 2, "die needs 2 ranks");
 	if (rank == 1) {
@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "flood"))
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
 	else if (!strcmp(mode, "die"))
-		rc = die(g);
+		rc = die_mode(g);
 	else
 		CHECK(0, "unknown mode %s", mode);
 	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(b) == OXR_OK, "final barrier");

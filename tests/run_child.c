@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "run_child.h"
+#include "test_util.h"
 
 extern char **environ;
 
@@ -57,14 +58,6 @@ static char **merged_env(const char *const *extra)
 	return e;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 struct run spawn_run(const char *const *argv, const char *const *env, const char *input,
 		     int timeout_s)
 {
@@ -77,7 +70,7 @@ struct run spawn_run_opts(const char *const *argv, const char *const *env, const
 	int in[2], out[2], err[2], i, status;
 	struct sink so = { 0 }, se = { 0 };
 	size_t in_left = input ? strlen(input) : 0;
-	long start = now_ms(), deadline = start + timeout_s * 1000L;
+	long start = (long)(now_us() / 1000), deadline = start + timeout_s * 1000L;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	struct pollfd pf[3];
@@ -117,7 +110,7 @@ struct run spawn_run_opts(const char *const *argv, const char *const *env, const
 	while (pf[0].fd >= 0 || pf[1].fd >= 0 || pf[2].fd >= 0) {
 		char buf[4096];
 		ssize_t n;
-		long left = deadline - now_ms();
+		long left = deadline - (long)(now_us() / 1000);
 
 		if (left <= 0 || poll(pf, 3, (int)left) == 0) {
 			r.timed_out = 1;
@@ -157,7 +150,7 @@ struct run spawn_run_opts(const char *const *argv, const char *const *env, const
 		if (pf[i].fd >= 0)
 			close(pf[i].fd);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	r.secs = (double)(now_ms() - start) / 1000.0;
+	r.secs = (double)((long)(now_us() / 1000) - start) / 1000.0;
 	r.rc = WIFEXITED(status) && !r.timed_out ? WEXITSTATUS(status) : -1;
 	r.sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 	sink_add(&so, "", 0);
@@ -182,4 +175,48 @@ int count_of(const char *hay, const char *needle)
 		hay += strlen(needle);
 	}
 	return n;
+}
+
+struct run run_ranks(int n, int run_timeout, const char *const *child, const char *const *env,
+		     int timeout_s)
+{
+	char nbuf[16], tbuf[16];
+	const char *argv[6 + RUN_RANKS_MAX_ARGS + 1] = { OXR_BIN_DIR "/oxr-run", "-n", nbuf };
+	int k = 3, i;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	if (run_timeout) {
+		snprintf(tbuf, sizeof(tbuf), "%d", run_timeout);
+		argv[k++] = "--timeout";
+		argv[k++] = tbuf;
+	}
+	argv[k++] = "--";
+	for (i = 0; child[i]; i++) {
+		cr_assert_lt(i, RUN_RANKS_MAX_ARGS, "run_ranks: too many arguments");
+		argv[k++] = child[i];
+	}
+	argv[k] = NULL;
+	return spawn_run(argv, env, NULL, timeout_s);
+}
+
+void expect_rank_lines(const struct run *r, int n, const char *line)
+{
+	char want[160];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "rank %d: %s", i, line);
+		cr_assert_eq(count_of(r->out, want), 1, "'%s' once in:\n%s\nstderr:\n%s", want,
+			     r->out, r->err);
+	}
+}
+
+void expect_ranks_ok(const struct run *r, int n, const char *mode, const char *what)
+{
+	char line[96];
+
+	cr_assert_eq(r->rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
+		     "stderr:\n%s", n, what, r->rc, r->sig, r->timed_out, r->out, r->err);
+	snprintf(line, sizeof(line), "%s ok", mode);
+	expect_rank_lines(r, n, line);
 }

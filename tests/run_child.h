@@ -34,4 +34,16 @@ struct run spawn_run_opts(const char *const *argv, const char *const *env, const
 void run_free(struct run *r);
 /* Occurrences of needle in hay. */
 int count_of(const char *hay, const char *needle);
+
+/* n ranks of child (its argv, NULL-terminated, at most RUN_RANKS_MAX_ARGS)
+ * under `oxr-run -n N [--timeout RUN_TIMEOUT] --` (run_timeout 0: no
+ * --timeout); env and timeout_s as spawn_run. */
+#define RUN_RANKS_MAX_ARGS 12
+struct run run_ranks(int n, int run_timeout, const char *const *child, const char *const *env,
+		     int timeout_s);
+/* Asserts "rank i: LINE" exactly once in r's stdout for every i < n. */
+void expect_rank_lines(const struct run *r, int n, const char *line);
+/* Asserts exit 0 (what names the run in the message) and "rank i: MODE ok"
+ * once per rank. */
+void expect_ranks_ok(const struct run *r, int n, const char *mode, const char *what);
 #endif

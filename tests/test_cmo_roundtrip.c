@@ -195,8 +195,7 @@ Test(roundtrip, large_payloads_zero_copy_and_copied)
 	oxr_decoder *d;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		big[i] = (char)(i * 131);
+	fill_pattern(big, n, 131, 0);
 	o = oxr_cmo_new_bytes(A, OXR_CMO_DATUM, big, n);
 	cr_assert_eq(oxr_cmo_encode_alloc(o, OXR_ORDER_NETWORK, &b, &len), OXR_OK);
 	cr_assert_eq(oxr_cmo_decode(b, len, OXR_ORDER_NETWORK, NULL, B, &back, &used), OXR_OK);

@@ -23,7 +23,6 @@
 #include "barrier_core.h"
 #include "run_child.h"
 
-#define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/coll_barrier_child"
 
 TestSuite(barrier, .timeout = 600);
@@ -513,28 +512,23 @@ static char *evidence_file(int n)
 
 static void run_check(int n, const char *algo, long k, long delay_us)
 {
-	char nbuf[16], kbuf[32], dbuf[32], line[96];
+	char kbuf[32], dbuf[32], line[96];
 	char *file = evidence_file(n);
-	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "check", algo, kbuf, dbuf, file,
-			       NULL };
+	const char *child[] = { CHILD, "check", algo, kbuf, dbuf, file, NULL };
 	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	const char *tr = getenv("OXR_TRANSPORT");
 	struct run r;
-	int i;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(kbuf, sizeof(kbuf), "%ld", k);
 	snprintf(dbuf, sizeof(dbuf), "%ld", delay_us);
-	r = spawn_run(argv, env, NULL, 300);
+	r = run_ranks(n, 0, child, env, 300);
 	unlink(file);
+	/* the transport the environment forces, as the ranks report it */
+	snprintf(line, sizeof(line), "check ok: %ld barriers of %s over %s", k, algo,
+		 n == 1 ? "no link" : tr && !strcmp(tr, "verbs") ? "verbs" : "tcp");
 	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
 		     "stderr:\n%s", n, algo, r.rc, r.sig, r.timed_out, r.out, r.err);
-	for (i = 0; i < n; i++) {
-		const char *tr = getenv("OXR_TRANSPORT");
-		/* the transport the environment forces, as the ranks report it */
-		snprintf(line, sizeof(line), "rank %d: check ok: %ld barriers of %s over %s", i, k,
-			 algo, n == 1 ? "no link" : tr && !strcmp(tr, "verbs") ? "verbs" : "tcp");
-		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s", line, r.out);
-	}
+	expect_rank_lines(&r, n, line);
 	run_free(&r);
 }
 
@@ -566,15 +560,14 @@ Test(barrier, ten_thousand_barriers_with_random_delays)
 
 static void run_dead(int n, const char *algo, int victim)
 {
-	char nbuf[16], vbuf[16], line[96];
-	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "dead", algo, vbuf, NULL };
+	char vbuf[16], line[96];
+	const char *child[] = { CHILD, "dead", algo, vbuf, NULL };
 	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
 	struct run r;
 	int i;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(vbuf, sizeof(vbuf), "%d", victim);
-	r = spawn_run(argv, env, NULL, 120);
+	r = run_ranks(n, 0, child, env, 120);
 	cr_assert(!r.timed_out, "%d ranks %s, rank %d gone: the group hung\n%s\n%s", n, algo,
 		  victim, r.out, r.err);
 	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d\nstdout:\n%s\nstderr:\n%s", n, algo, r.rc,
@@ -600,20 +593,13 @@ Test(barrier, a_dead_peer_fails_the_barrier_everywhere)
 
 static void run_reset(int n, const char *algo)
 {
-	char nbuf[16], line[96];
-	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "reset", algo, NULL };
+	const char *child[] = { CHILD, "reset", algo, NULL };
 	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
-	struct run r;
-	int i;
+	struct run r = run_ranks(n, 0, child, env, 120);
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	r = spawn_run(argv, env, NULL, 120);
 	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d\nstdout:\n%s\nstderr:\n%s", n, algo, r.rc,
 		     r.out, r.err);
-	for (i = 0; i < n; i++) {
-		snprintf(line, sizeof(line), "rank %d: reset ok: ", i);
-		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s\n%s", line, r.out, r.err);
-	}
+	expect_rank_lines(&r, n, "reset ok: ");
 	run_free(&r);
 }
 

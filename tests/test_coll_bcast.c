@@ -33,20 +33,13 @@ static int in_guest(void)
 
 static void run_group(int n, const char *mode, const char *arg, const char *want)
 {
-	char nbuf[16], line[96];
-	const char *argv[] = { RUN, "-n", nbuf, "--timeout", "400", "--", CHILD, mode, arg, NULL };
+	char what[96];
+	const char *child[] = { CHILD, mode, arg, NULL };
 	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
-	struct run r;
-	int i;
+	struct run r = run_ranks(n, 400, child, env, 450);
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	r = spawn_run(argv, env, NULL, 450);
-	cr_assert_eq(r.rc, 0, "%d ranks %s %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
-		     "stderr:\n%s", n, mode, arg, r.rc, r.sig, r.timed_out, r.out, r.err);
-	for (i = 0; i < n; i++) {
-		snprintf(line, sizeof(line), "rank %d: %s ok", i, mode);
-		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s", line, r.out);
-	}
+	snprintf(what, sizeof(what), "%s %s", mode, arg);
+	expect_ranks_ok(&r, n, mode, what);
 	if (want)
 		cr_assert(strstr(r.out, want), "'%s' in:\n%s", want, r.out);
 	run_free(&r);

@@ -17,7 +17,6 @@
 
 #include "run_child.h"
 
-#define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/crystal_child"
 
 TestSuite(crystal, .timeout = 600);
@@ -26,13 +25,11 @@ TestSuite(crystal, .timeout = 600);
 static void run_group_x(int n, const char *const *env, const char *mode, const char *arg,
 			const char *expect)
 {
-	char nbuf[16], line[64];
+	char line[64], what[96];
 	/* "SEED ROUNDS JITTER" of patterns travel as one string: split them */
 	char a[64], *b = NULL, *c = NULL;
-	const char *argv[] = { RUN, "-n", nbuf, "--timeout", "280", "--", CHILD, mode, NULL, NULL,
-			       NULL, NULL };
+	const char *child[] = { CHILD, mode, NULL, NULL, NULL, NULL };
 	struct run r;
-	int i;
 
 	if (arg) {
 		snprintf(a, sizeof(a), "%s", arg);
@@ -40,19 +37,14 @@ static void run_group_x(int n, const char *const *env, const char *mode, const c
 			*b++ = 0;
 		if (b && (c = strchr(b, ' ')))
 			*c++ = 0;
-		argv[8] = a;
-		argv[9] = b;
-		argv[10] = b ? c : NULL;
+		child[2] = a;
+		child[3] = b;
+		child[4] = b ? c : NULL;
 	}
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	r = spawn_run(argv, env, NULL, 300);
-	cr_assert_eq(r.rc, 0, "%d ranks %s %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
-		     "stderr:\n%s", n, mode, arg ? arg : "", r.rc, r.sig, r.timed_out, r.out, r.err);
-	for (i = 0; i < n; i++) {
-		snprintf(line, sizeof(line), "rank %d: %s ok", i, mode);
-		cr_assert_eq(count_of(r.out, line), 1, "'%s' once in:\n%s", line, r.out);
-	}
+	r = run_ranks(n, 280, child, env, 300);
+	snprintf(what, sizeof(what), "%s %s", mode, arg ? arg : "");
+	expect_ranks_ok(&r, n, mode, what);
 	if (expect)
 		cr_assert_eq(count_of(r.out, expect), n, "'%s' %d times in:\n%s", expect, n, r.out);
 	/* the links are what the environment forces (the rxe guest: verbs) */

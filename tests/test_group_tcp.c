@@ -18,30 +18,16 @@
 
 TestSuite(group, .timeout = 600);
 
-static void expect_all_ranks(const struct run *r, int n, const char *what)
-{
-	char line[64];
-	int i;
-
-	cr_assert_eq(r->rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\nstderr:\n%s",
-		     n, what, r->rc, r->sig, r->timed_out, r->out, r->err);
-	for (i = 0; i < n; i++) {
-		snprintf(line, sizeof(line), "rank %d: %s ok", i, what);
-		cr_assert_eq(count_of(r->out, line), 1, "'%s' once in:\n%s", line, r->out);
-	}
-}
-
 static void run_group(int n, const char *order, const char *mode, const char *arg)
 {
-	char nbuf[16], obuf[32];
-	const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, mode, arg, NULL };
+	char obuf[32];
+	const char *child[] = { CHILD, mode, arg, NULL };
 	const char *env[] = { obuf, "OXR_LOG_LEVEL=error", NULL };
 	struct run r;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(obuf, sizeof(obuf), "OXR_ORDER=%s", order);
-	r = spawn_run(argv, env, NULL, 300);
-	expect_all_ranks(&r, n, mode);
+	r = run_ranks(n, 0, child, env, 300);
+	expect_ranks_ok(&r, n, mode, mode);
 	run_free(&r);
 }
 
@@ -63,7 +49,7 @@ Test(group, mixed_orders_in_one_group)
 			       CHILD " pairs 3", NULL };
 	struct run r = spawn_run(argv, NULL, NULL, 300);
 
-	expect_all_ranks(&r, 3, "pairs");
+	expect_ranks_ok(&r, 3, "pairs", "pairs");
 	run_free(&r);
 }
 
@@ -74,7 +60,7 @@ Test(group, flood_of_1e5_messages_with_bounded_memory)
 	const char *env[] = { "OXR_RECV_QUEUE_BYTES=1048576", NULL };
 	struct run r = spawn_run(argv, env, NULL, 300);
 
-	expect_all_ranks(&r, 2, "flood");
+	expect_ranks_ok(&r, 2, "flood", "flood");
 	run_free(&r);
 }
 
@@ -121,7 +107,7 @@ Test(group, the_same_group_under_mpirun_pmix)
 			      "OMPI_MCA_btl=self", NULL };
 	struct run r = spawn_run(argv, env, NULL, 300);
 
-	expect_all_ranks(&r, 4, "pairs");
+	expect_ranks_ok(&r, 4, "pairs", "pairs");
 	run_free(&r);
 }
 #endif

@@ -491,7 +491,6 @@ Test(link, puts_land_in_order_with_notifications)
 	uint8_t *big = malloc(1u << 20);
 	oxr_rmsg *m;
 	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
-	size_t i;
 
 	make_pair(&p, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
@@ -515,8 +514,7 @@ Test(link, puts_land_in_order_with_notifications)
 	cr_assert_eq(oxr_win_landed(wa.w), 2);
 
 	/* a big put the other way, written by reference */
-	for (i = 0; i < (1u << 20); i++)
-		big[i] = (uint8_t)(i * 7);
+	fill_pattern(big, 1u << 20, 7, 0);
 	{
 		struct put_arg x = { p.a, big, OXR_OK };
 		pthread_t t;
@@ -659,8 +657,7 @@ Test(link, window_memory_from_oxr_win_alloc)
 		;
 	cr_assert_eq(i, len, "zeroed: byte %zu is %u", i, i < len ? mem[i] : 0);
 	pair_windows(&p, 9, &wa, mem, len, &wb, calloc(1, 16), 16);
-	for (i = 0; i < sizeof(msg); i++)
-		msg[i] = (uint8_t)(i * 7 + 1);
+	fill_pattern(msg, sizeof(msg), 7, 1);
 	cr_assert_eq(oxr_put(p.b, 0, 9, len - sizeof(msg), msg, sizeof(msg), 5), OXR_OK, "%s",
 		     oxr_errmsg());
 	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());

@@ -238,8 +238,7 @@ Test(frame, a_gather_list_holds_the_flat_encoding)
 	size_t i, k, caps[] = { 0, 16, 128 };
 	int order;
 
-	for (i = 0; i < sizeof(blob); i++)
-		blob[i] = (uint8_t)(i * 7);
+	fill_pattern(blob, sizeof(blob), 7, 0);
 	list->kids[0] = oxr_cmo_new_int32(A, 1);
 	list->kids[1] = oxr_cmo_new_string(A, "two");
 	for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)

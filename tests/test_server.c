@@ -24,6 +24,7 @@
 #include "oxr_internal.h"
 
 #include "server_harness.h"
+#include "test_util.h"
 
 extern char **environ;
 
@@ -713,14 +714,13 @@ Test(group, reset_during_a_long_bcast_brings_every_server_back, .timeout = 120)
 	uint8_t *p;
 	/* past the pipelined chain's threshold; the bcast cannot end anyway,
 	 * since server 3 never joins it (smaller under emulation) */
-	size_t n = getenv("OXR_TEST_QUICK") ? 5u << 20 : 32u << 20, k;
+	size_t n = getenv("OXR_TEST_QUICK") ? 5u << 20 : 32u << 20;
 	int i;
 
 	up(4);
 	cr_assert_eq(oxr_master_group(M, 0, TMO), OXR_OK, "group: %s", oxr_errmsg());
 	cr_assert((p = malloc(n)));
-	for (k = 0; k < n; k++)
-		p[k] = (uint8_t)(k * 7);
+	fill_pattern(p, n, 7, 0);
 	big = oxr_cmo_new_bytes(A, OXR_CMO_DATUM, p, n);
 	free(p);
 	/* servers 0..2 enter the bcast; server 3 never does, so it cannot end */

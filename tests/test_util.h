@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Hex of bytes, lowercase, contiguous; malloc'ed. */
 static inline char *hex_of(const uint8_t *b, size_t n)
@@ -35,6 +36,37 @@ static inline size_t unhex(const char *h, uint8_t *out)
 		h += 2;
 	}
 	return n;
+}
+
+/* FNV-1a, 64 bits: h is FNV1A64_INIT or an earlier result (to hash in pieces). */
+#define FNV1A64_INIT 0xcbf29ce484222325ull
+static inline uint64_t fnv1a64(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Byte i of p is (uint8_t)(i * mul + add). */
+static inline void fill_pattern(void *p, size_t n, size_t mul, size_t add)
+{
+	uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * mul + add);
+}
+
+/* Microseconds on the monotonic clock. */
+static inline long long now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
 /* Two arenas A and B for a suite: .init = setup, .fini = teardown. */

@@ -20,21 +20,13 @@
 
 #include "oxr/oxr.h"
 #include "link_pair.h"
+#include "test_util.h"
 #include "transport_impl.h"
 #include "verbs_link.h"
 #include "verbs_rcache.h"
 
 TestSuite(verbs, .timeout = 600);
 
-
-static uint64_t fnv(const uint8_t *b, size_t n, uint64_t h)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
 
 static void windows(struct pair *p, struct win_arg *wa, struct win_arg *wb, void *abase,
 		    size_t alen)
@@ -218,15 +210,14 @@ Test(verbs, a_nonotify_put_lands_while_the_target_runs_no_oxr_code)
 	static const size_t sizes[] = { 8, 4096, 1u << 20 };
 	struct pair p;
 	struct win_arg wa, wb;
-	size_t wlen = 2u << 20, i, k;
+	size_t wlen = 2u << 20, k;
 	uint8_t *src = malloc(1u << 20);
 	oxr_win_note n;
 
 	verbs_pair(&p);
 	windows(&p, &wa, &wb, calloc(1, wlen), wlen);
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		for (i = 0; i < sizes[k]; i++)
-			src[i] = (uint8_t)(i * 13 + k + 1);
+		fill_pattern(src, sizes[k], 13, k + 1);
 		cr_assert_eq(oxr_put_nonotify(p.b, 0, 3, 4096 * k + 1, src, sizes[k]), OXR_OK, "%s",
 			     oxr_errmsg());
 		cr_assert(!memcmp((uint8_t *)wa.base + 4096 * k + 1, src, sizes[k]),
@@ -427,7 +418,7 @@ static void *send_stream(void *arg)
 		oxr_arena_reset(a);
 		m.cmo = oxr_cmo_new_bytes(a, OXR_CMO_DATUM, buf, len);
 		x->st = oxr_send(x->g, x->peer, &m);
-		x->hash = fnv(buf, len, x->hash);
+		x->hash = fnv1a64(x->hash, buf, len);
 	}
 	if (x->st)
 		snprintf(x->err, sizeof(x->err), "%s", oxr_errmsg());
@@ -453,7 +444,7 @@ static void take_stream(struct stream_arg *x)
 			snprintf(x->err, sizeof(x->err), "message %d: %zu bytes, not %zu: out of order",
 				 i, m->msg.cmo->len, msg_len(x, i));
 		}
-		x->hash = fnv(m->msg.cmo->data, m->msg.cmo->len, x->hash);
+		x->hash = fnv1a64(x->hash, m->msg.cmo->data, m->msg.cmo->len);
 		oxr_rmsg_free(m);
 	}
 }
@@ -490,7 +481,7 @@ static void tiny_ring_duplex(const char *rndv, int count, size_t big, size_t sma
 {
 	struct pair p;
 	struct duplex a, b;
-	const uint64_t h0 = 14695981039346656037ull;
+	const uint64_t h0 = FNV1A64_INIT;
 	pthread_t t;
 
 	setenv("OXR_VERBS_SLOTS", "4", 1);
@@ -529,7 +520,7 @@ static void one_way(struct pair *p, int count, size_t max_len, int fixed, int pa
 		    const char *what)
 {
 	struct stream_arg tx = { .g = p->b, .peer = 0, .count = count, .max_len = max_len,
-				 .fixed = fixed, .hash = 14695981039346656037ull };
+				 .fixed = fixed, .hash = FNV1A64_INIT };
 	struct stream_arg rx = tx;
 	pthread_t t;
 
@@ -710,7 +701,7 @@ Test(verbs, links_connect_by_rdma_cm_on_an_ip_address)
 {
 	struct pair p;
 	struct duplex a, b;
-	const uint64_t h0 = 14695981039346656037ull;
+	const uint64_t h0 = FNV1A64_INIT;
 	char addr[128];
 	pthread_t t;
 
