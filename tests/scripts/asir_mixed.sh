@@ -17,7 +17,10 @@
 # start ASIR_MIXED_GAP (1) s apart: asir's generate_port() is unseeded, so
 # two asir processes in the same second draw the same TCP ports, and the
 # last case's TIME_WAIT sockets would make the next bind fail.  CASE_REGEX (grep -E) picks cases
-# by their label, e.g. 'N=2 .*tcp'.  Logs: ASIR_MIXED_LOGDIR (default a
+# by their label, e.g. 'N=2 .*tcp'.  ASIR_MIXED_PAIR_SYNC=0: the master sends
+# all accepts and connects without waiting for each pair (exactly as asir's
+# spawn102 does; asir's connector gives up after about 1 s, so an acceptor
+# still busy with an earlier pair fails the link on a loaded machine).  Logs: ASIR_MIXED_LOGDIR (default a
 # fresh /tmp/asir_mixed.XXXXXX).  Ends with "asir mixed groups: P passed, F
 # failed"; exits 1 when a case failed.
 set -u
@@ -68,11 +71,24 @@ kinds_for() {
 
 # pids of the processes whose environment holds TAG
 tagged() {
-	local tag=$1 p
-	for p in /proc/[0-9]*; do
-		if { tr "\\0" "\\n" < "$p/environ"; } 2>/dev/null | grep -qx "ASIR_MIXED_TAG=$tag"; then
-			echo "${p#/proc/}"
-		fi
+	grep -lzx "ASIR_MIXED_TAG=$1" /proc/[0-9]*/environ 2>/dev/null | sed 's|^/proc/\([0-9]*\)/environ$|\1|'
+}
+
+# what the engines of TAG look like (taken just before a timeout): rank
+# (launchers are started in rank order), name, pid, state and TCP/Unix sockets
+snapshot() {
+	local p l r=0 launchers= all
+	all=$(tagged "$1" | sort -n)
+	for p in $all; do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = ox_launch ] && launchers+=" $p"
+	done
+	for l in $launchers; do
+		for p in $all; do
+			[ "$(awk '{print $4}' /proc/$p/stat 2>/dev/null)" = "$l" ] || continue
+			echo "rank $r: $(cat /proc/$p/comm) pid $p state $(awk '{print $3}' /proc/$p/stat)"
+			ss -tanpx 2>/dev/null | grep "pid=$p," | awk '{print "    " $1, $2, $5, $6}'
+		done
+		r=$((r + 1))
 	done
 }
 
@@ -94,11 +110,14 @@ for n in 2 3 4; do
 				echo "Unix = $unix\$"
 				echo "Oxr = \"$oxr\"\$"
 				echo "Label = \"$label\"\$"
+				echo "Sync = ${ASIR_MIXED_PAIR_SYNC:-1}\$"
 				cat "$rr"
 			} > "$src"
 			tag=$$.$k.$RANDOM
 			[ $k -eq 1 ] || sleep "$gap"
 			t0=$(date +%s.%N)
+			(sleep $((limit > 4 ? limit - 2 : 1)) && snapshot "$tag" > "$log.hang") &
+			watchdog=$!
 			if [ $private -eq 1 ]; then
 				ctmp=$logdir/$n-$kinds-$ports.tmp
 				rm -rf "$ctmp"; mkdir -p "$ctmp"; cp "$src" "$ctmp/case.rr"
@@ -113,6 +132,11 @@ for n in 2 3 4; do
 			fi
 			rc=$?
 			t1=$(date +%s.%N)
+			if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+				wait $watchdog 2>/dev/null
+			else
+				kill $watchdog 2>/dev/null; wait $watchdog 2>/dev/null
+			fi
 			secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 			# the engines and launchers this case started
 			left=$(tagged "$tag")
@@ -147,6 +171,7 @@ for n in 2 3 4; do
 				last=$(grep '^step: ' "$log" | tail -1 | sed 's/^step: //')
 				if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 					why="timeout after ${limit}s in step '$last'"
+					[ -s "$log.hang" ] && why+=" [$(grep '^rank' "$log.hang" | sed 's/ pid [0-9]*//' | tr '\n' ';' | sed 's/;$//')]"
 				else
 					why="asir exited $rc in step '$last': $(grep -v -e '^step: ' -e '^port: ' -e '^0$' "$log" | tail -3 | tr '\n' ' ')"
 				fi
