@@ -274,8 +274,10 @@ static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 	int ball = oxr_decoder_msg(l->dec)->tag == OXR_OX_SYNC_BALL;
 
 	/* revoked: this epoch's messages are discarded; a peer's ball starts
-	 * what a reset keeps (see revoke.c) */
-	if (g->revoked && !ball && !l->ball_queued && !l->ball_seen) {
+	 * what a reset keeps, or, from a peer above on an OpenXM link, the
+	 * reset itself (see revoke.c) */
+	if (g->revoked && !ball && !l->ball_queued && !l->ball_seen &&
+	    !oxr_link_new_epoch(g, l)) {
 		oxr_arena_reset(l->arena);
 		return OXR_OK;
 	}

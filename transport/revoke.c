@@ -241,6 +241,13 @@ static int ball_in(const oxr_group *g, int p)
 	return g->links[p].mode != OXR_LINK_OPENXM || p < g->rank;
 }
 
+int oxr_link_new_epoch(const oxr_group *g, const struct link *l)
+{
+	/* no ball comes on it: once this rank is in the reset (drop_from_above
+	 * has run), what arrives was sent after the peer had our ball */
+	return g->resetting && !ball_in(g, l->peer);
+}
+
 /* Every open link that owes a ball has given it: what came before it is
  * dropped. */
 static int all_balls(void *arg)

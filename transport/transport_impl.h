@@ -217,6 +217,10 @@ void oxr_link_note_balls(struct link *l);
  * revoked or failed. */
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* 1 when what link l delivers now belongs to the next epoch although no
+ * ball marked it: an OpenXM link from a higher rank while this rank resets
+ * (such a peer sends no ball down, as ox_asir). */
+int oxr_link_new_epoch(const oxr_group *g, const struct link *l);
 /* A REVOKE or BYE frame from link l. */
 oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 /* Link l failed (not a peer that said BYE): the group is revoked here and
