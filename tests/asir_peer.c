@@ -352,6 +352,16 @@ static void push_error(uint32_t serial, const char *msg)
 	logf_("error pushed: %s", msg);
 }
 
+/* How a command that failed ends: a FAIL (asir's error object, the engine
+ * goes on) becomes a CMO_ERROR2 on the stack; anything else ends it. */
+static int failed(int st, unsigned serial)
+{
+	if (st != FAIL)
+		return st;
+	push_error(serial, errbuf);
+	return OK;
+}
+
 /* An asir integer (Q with INT): ZZ or 0. */
 static int is_int(const oxr_cmo *o)
 {
@@ -724,10 +734,7 @@ static int reset_102(uint32_t serial)
 			goto err;
 	return OK;
 err:
-	if (st != FAIL)
-		return st;
-	push_error(serial, errbuf);
-	return OK;
+	return failed(st, serial);
 }
 
 static int bcast_102(uint32_t serial)
@@ -764,10 +771,7 @@ static int bcast_102(uint32_t serial)
 	return OK;
 err:
 	item_free(&data);
-	if (st != FAIL)
-		return st;
-	push_error(serial, errbuf);
-	return OK;
+	return failed(st, serial);
 }
 
 /* arf_add / arf_mul on what the tests send: integers (0 included), and
@@ -856,10 +860,7 @@ static int reduce_102(uint32_t serial)
 	return OK;
 err:
 	item_free(&data);
-	if (st != FAIL)
-		return st;
-	push_error(serial, errbuf);
-	return OK;
+	return failed(st, serial);
 }
 
 /* ---- the engine ------------------------------------------------------ */
