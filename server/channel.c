@@ -11,7 +11,7 @@
 
 #include "oxr/server.h"
 #include "oxr_internal.h"
-#include "../transport/transport_impl.h" /* oxr_tcp_*: the sockets */
+#include "../transport/tcp/tcp_socket.h" /* oxr_tcp_*: the sockets */
 
 #define PASSWORD_MS 30000 /* the bound on reading a master's password */
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "run_child.h"
-#include "verbs_dev.h"
+#include "verbs/verbs_dev.h"
 #include "oxr/oxr.h"
 
 #define TOOL OXR_BIN_DIR "/oxr-info"

@@ -21,9 +21,8 @@
 #include "oxr/oxr.h"
 #include "link_pair.h"
 #include "test_util.h"
-#include "transport_impl.h"
-#include "verbs_link.h"
-#include "verbs_rcache.h"
+#include "verbs/verbs_link.h"
+#include "verbs/verbs_rcache.h"
 
 TestSuite(verbs, .timeout = 600);
 
@@ -290,8 +289,8 @@ Test(verbs, a_write_outside_the_window_is_refused_by_the_target)
 	/* the window is the middle page; the pages around it are guards */
 	windows(&p, &wa, &wb, mem + 4096, 4096);
 	memset(junk, 0x5a, sizeof(junk));
-	l = &p.b->links[0];
-	cr_assert(l->v, "a verbs link");
+	l = oxr_link_at(p.b, 0);
+	cr_assert(vl(l), "a verbs link");
 	/* learn the rkey the honest way: a put in bounds works */
 	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 8, 1), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK);
@@ -352,7 +351,7 @@ Test(verbs, a_write_with_the_old_epochs_rkey_never_lands_after_a_reset)
 	cr_assert_eq(addr2, addr);
 	cr_assert_neq(rkey2, rkey, "a new registration, a new rkey");
 	memset(mem, 0, 4096);
-	assert_refused(&p, oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)));
+	assert_refused(&p, oxr_vlink_write(p.b, oxr_link_at(p.b, 0), addr, rkey, junk, sizeof(junk)));
 	cr_assert(!memcmp(mem, zero, 4096), "and nothing of it landed");
 	rdma_window_pair_free(&p, &wa, &wb, mem);
 }
@@ -376,7 +375,7 @@ Test(verbs, a_late_write_between_revoke_and_reset_never_lands)
 	memset(junk, 0x5a, sizeof(junk));
 	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
 	cr_assert(!oxr_group_revoked(p.b, NULL), "the writer has not read the revoke yet");
-	cr_assert_neq(oxr_vlink_write(p.b, &p.b->links[0], addr, rkey, junk, sizeof(junk)),
+	cr_assert_neq(oxr_vlink_write(p.b, oxr_link_at(p.b, 0), addr, rkey, junk, sizeof(junk)),
 		      OXR_OK, "the late write failed");
 	cr_assert(oxr_group_revoked(p.b, NULL), "the writer's group is revoked now");
 	cr_assert(oxr_link_is_open(p.b, 0) && oxr_link_is_open(p.a, 1), "both links are up");
@@ -562,7 +561,7 @@ Test(verbs, large_messages_go_by_rendezvous_through_the_registration_cache)
 
 	verbs_pair(&p);
 	one_way(&p, 200, 4u << 20, 0, 100, "messages up to 4 MiB");
-	oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+	oxr_rcache_stats(oxr_vctx(p.a)->rcache, &hits, &misses);
 	cr_log_info("receiver's registration cache: %llu hits, %llu misses",
 		    (unsigned long long)hits, (unsigned long long)misses);
 	cr_assert_gt(hits + misses, 0, "the receiver read payloads by rendezvous");
@@ -570,7 +569,7 @@ Test(verbs, large_messages_go_by_rendezvous_through_the_registration_cache)
 	one_way(&p, 100, 1u << 20, 1, 0, "1 MiB messages");
 	{
 		uint64_t h0 = hits, m0 = misses;
-		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+		oxr_rcache_stats(oxr_vctx(p.a)->rcache, &hits, &misses);
 		cr_log_info("100 x 1 MiB: %llu hits, %llu misses", (unsigned long long)(hits - h0),
 			    (unsigned long long)(misses - m0));
 		cr_assert_geq(hits - h0, 90, "1 MiB reads find their registration (%llu hits, "
@@ -595,7 +594,7 @@ Test(verbs, rendezvous_without_cache_and_copies_without_rendezvous)
 		verbs_pair(&p);
 		unsetenv(knob[k][0]);
 		one_way(&p, 60, 2u << 20, 0, 50, knob[k][0]);
-		oxr_rcache_stats(p.ca->rcache, &hits, &misses);
+		oxr_rcache_stats(oxr_vctx(p.a)->rcache, &hits, &misses);
 		if (k == 0)
 			cr_assert(hits == 0 && misses > 0, "no cache: every read registers (%llu, %llu)",
 				  (unsigned long long)hits, (unsigned long long)misses);

@@ -7,11 +7,7 @@
 #include <unistd.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_dev.h"
-#include "verbs_rcache.h"
-#endif
+#include "provider.h"
 
 /* Ranks of this job on this node, from the launcher (0: unknown): oxr-run
  * (OXR_RUN_SIZE), Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm
@@ -44,60 +40,6 @@ static long default_spin(long cores, long local)
 static int default_yield(long cores, long local)
 {
 	return !(cores > 0 && local > 0 && local <= cores);
-}
-
-/*
- * auto: verbs when a device opens, else tcp; verbs: a device or an error;
- * tcp: never touches the verbs stack.  One log line says which and why.
- */
-static oxr_status_t choose_transport(oxr_ctx *c, int tr)
-{
-#ifdef OXR_HAVE_VERBS
-	const oxr_ctx_params *p = &c->params;
-	oxr_status_t st;
-
-	if (tr == 1) {
-		oxr_log(c, OXR_LOG_INFO, "transport tcp (OXR_TRANSPORT=tcp)");
-		return OXR_OK;
-	}
-	c->vcm = p->verbs_cm;
-	c->vrndv = (size_t)p->verbs_rndv;
-	c->vput_inline = (size_t)p->verbs_put_inline;
-	c->vslots = (uint32_t)p->verbs_slots;
-	c->vslot_bytes = (uint32_t)p->verbs_slot_bytes;
-	c->vtimeout = (int)p->verbs_timeout;
-	c->vretry = (int)p->verbs_retry;
-	c->verbs_required = tr == 2;
-	c->vdev = calloc(1, sizeof(*c->vdev));
-	if (!c->vdev)
-		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
-	st = oxr_vdev_open(p->device, (int)p->gid_index, c->vdev);
-	if (st == OXR_OK && (st = oxr_rcache_create(c->vdev->pd, (size_t)p->verbs_rcache_mb << 20,
-						   &c->rcache)))
-		oxr_vdev_close(c->vdev);
-	if (st == OXR_OK) {
-		c->transport = "verbs";
-		oxr_log(c, OXR_LOG_INFO, "transport verbs on %s port %u (%s)", c->vdev->name,
-			c->vdev->port, c->vdev->why);
-		return OXR_OK;
-	}
-	free(c->vdev);
-	c->vdev = NULL;
-	if (tr == 2)
-		return oxr_err(st, "OXR_TRANSPORT=verbs: %s; use OXR_TRANSPORT=tcp or auto to run "
-			       "over tcp", oxr_errmsg());
-	oxr_log(c, OXR_LOG_INFO, "transport tcp (auto: %s)", oxr_errmsg());
-	return OXR_OK;
-#else
-	if (tr == 2)
-		return oxr_err(OXR_ERR_UNSUPPORTED,
-			       "OXR_TRANSPORT=verbs: this oxr was built without the verbs backend "
-			       "(it needs libibverbs-dev, librdmacm-dev and libhwloc-dev at build "
-			       "time); use OXR_TRANSPORT=tcp or auto");
-	oxr_log(c, OXR_LOG_INFO, "transport tcp (%s)",
-		tr == 1 ? "OXR_TRANSPORT=tcp" : "auto: built without the verbs backend");
-	return OXR_OK;
-#endif
 }
 
 /* OXR_TCP_LOCAL_CC: an algorithm's name, or "system" (see oxr_tcp_tune_link) */
@@ -144,8 +86,10 @@ oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
 	c->heartbeat_ms = (int)p->heartbeat_ms;
 	c->recv_queue_bytes = (size_t)p->recv_queue_bytes;
 	oxr_cmo_limits_from_params(p, &c->limits);
-	c->transport = "tcp";
-	if ((st = local_cc(c)) || (st = choose_transport(c, p->transport))) {
+	c->put_inline = (size_t)p->verbs_put_inline;
+	if ((st = local_cc(c)) ||
+	    (st = oxr_provider_choose(c, p->transport ? oxr_params_transport_name(p->transport)
+						      : NULL))) {
 		free(c->param_strs);
 		free(c);
 		return st;
@@ -168,13 +112,7 @@ void oxr_ctx_destroy(oxr_ctx *c)
 {
 	if (!c)
 		return;
-#ifdef OXR_HAVE_VERBS
-	if (c->vdev) {
-		oxr_rcache_destroy(c->rcache);
-		oxr_vdev_close(c->vdev);
-		free(c->vdev);
-	}
-#endif
+	oxr_provider_release(c);
 	free(c->param_strs);
 	free(c);
 }
@@ -186,11 +124,11 @@ const char *oxr_ctx_transport(const oxr_ctx *c)
 
 void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs)
 {
-#ifdef OXR_HAVE_VERBS
-	oxr_vdev_counts(qps, mrs);
-#else
+	const struct oxr_provider *p = oxr_provider_find("verbs");
+
 	*qps = *mrs = 0;
-#endif
+	if (p && p->objects)
+		p->objects(qps, mrs);
 }
 
 void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag)

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
+#include "link.h"
+#include "provider.h"
 #include "sha256.h"
+#include "tcp/tcp_socket.h"
 
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out)
 {
@@ -134,17 +136,18 @@ oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound)
 static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int peer,
 			      const char *addr, int timeout_ms)
 {
-	struct vlink *v = NULL;
+	const struct oxr_link_ops *ops = &oxr_tcp_link_ops;
+	void *priv = NULL;
 	int order;
 	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &order);
 
 	if (st == OXR_OK && mode == OXR_LINK_AUTH)
-		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, timeout_ms, &v);
+		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, timeout_ms, &ops, &priv);
 	if (st) {
 		close(fd);
 		return st;
 	}
-	return oxr_link_attach(g, peer, fd, mode, order, addr, v);
+	return oxr_link_attach(g, peer, fd, mode, order, addr, ops, priv);
 }
 
 static int check_mode(int mode)
@@ -244,7 +247,7 @@ const char *oxr_link_transport(const oxr_group *g, int peer)
 {
 	if (!oxr_link_is_open(g, peer))
 		return NULL;
-	return g->links[peer].v ? "verbs" : "tcp";
+	return g->links[peer].ops->name;
 }
 
 oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)

@@ -1,26 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The step after the token proof on an OXR_LINK_AUTH link: both sides offer
- * an RC queue pair over the socket, and when both can, the link's stream
- * moves to verbs.  OpenXM links never come here, so an ox_asir peer sees
- * plain RFC-102 TCP.  Both sides write first (the messages are small), then
- * read (all integers little-endian):
- *   "OXRU" u32 n, n bytes of offer (n = 0: this side stays on TCP)
- *   "OXRR" u32 status (0: my QP is ready to receive)  -- only when both offered
+ * their provider's link over the socket (a verbs QP, say), and when both
+ * can, the link's stream moves there.  OpenXM links never come here, so an
+ * ox_asir peer sees plain RFC-102 TCP.  Both sides write first (the
+ * messages are small), then read (all integers little-endian):
+ *   "OXRU" u32 n, OXR_OFFER_MAX bytes of which n are the offer
+ *          (n = 0: this side stays on TCP)
+ *   "OXRR" u32 status (0: my side is ready to receive)  -- only when both offered
  * The second exchange keeps either side from writing into a QP that the
- * other has not moved to RTR yet.  With OXR_VERBS_CM=rdmacm the QPs are
- * connected by librdmacm between the two exchanges (verbs_cm.c).
+ * other has not moved to RTR yet.  A provider's connect may use the socket
+ * between the two (verbs with OXR_VERBS_CM=rdmacm does).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_link.h"
-#else
-#define OXR_VOFFER_BYTES 64
-#endif
+#include "provider.h"
+#include "tcp/tcp_socket.h"
 
 #define TAG_OFFER 0x5552584fu /* "OXRU" */
 #define TAG_READY 0x5252584fu /* "OXRR" */
@@ -34,58 +31,58 @@ static oxr_status_t swap(int fd, const uint8_t *mine, uint8_t *theirs, size_t n,
 }
 
 oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
-			      int timeout_ms, struct vlink **v)
+			      int timeout_ms, const struct oxr_link_ops **ops, void **priv)
 {
+	const struct oxr_provider *p = g->ctx->prov;
+	const char *name = p->name;
+	int required = g->ctx->prov_required;
 	int64_t deadline = oxr_now_ms() + timeout_ms;
-	uint8_t mine[8 + OXR_VOFFER_BYTES] = { 0 }, theirs[8 + OXR_VOFFER_BYTES];
+	uint8_t mine[8 + OXR_OFFER_MAX] = { 0 }, theirs[8 + OXR_OFFER_MAX];
 	uint8_t ok[8], peer_ok[8];
 	uint32_t n_mine = 0, n_theirs;
 	oxr_status_t st, cst = OXR_OK;
+	void *pv = NULL;
 
-	*v = NULL;
-#ifdef OXR_HAVE_VERBS
-	if (g->ctx->vdev) {
-		st = oxr_vlink_create(g, peer, v, mine + 8);
+	*ops = &oxr_tcp_link_ops;
+	*priv = NULL;
+	if (p->offer) {
+		st = p->offer(g, peer, &pv, mine + 8);
 		if (st == OXR_OK)
-			n_mine = OXR_VOFFER_BYTES;
-		else if (g->ctx->verbs_required)
+			n_mine = (uint32_t)p->offer_bytes;
+		else if (required)
 			return st;
 		else
 			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: link to rank %d stays on tcp: %s",
 				g->rank, peer, oxr_errmsg());
 	}
-#endif
 	oxr_store32(mine, TAG_OFFER, OXR_ORDER_LITTLE);
 	oxr_store32(mine + 4, n_mine, OXR_ORDER_LITTLE);
 	/* the fixed size keeps the exchange one write and one read */
 	if ((st = swap(fd, mine, theirs, sizeof(mine), deadline, addr)))
 		goto fail;
 	n_theirs = oxr_load32(theirs + 4, OXR_ORDER_LITTLE);
-	if (oxr_load32(theirs, OXR_ORDER_LITTLE) != TAG_OFFER ||
-	    (n_theirs != 0 && n_theirs != OXR_VOFFER_BYTES)) {
+	if (oxr_load32(theirs, OXR_ORDER_LITTLE) != TAG_OFFER || n_theirs > OXR_OFFER_MAX ||
+	    (n_mine && n_theirs && n_theirs != n_mine)) {
 		st = oxr_err(OXR_ERR_PROTO, "link to rank %d (%s): malformed transport offer", peer,
 			     addr);
 		goto fail;
 	}
 	if (!n_mine || !n_theirs) {
-		if (n_mine && g->ctx->verbs_required) {
-			st = oxr_err(OXR_ERR_UNSUPPORTED, "link to rank %d (%s): the peer has no verbs "
-				     "device, and OXR_TRANSPORT=verbs here (use auto to allow tcp)",
-				     peer, addr);
+		if (n_mine && required) {
+			st = oxr_err(OXR_ERR_UNSUPPORTED, "link to rank %d (%s): the peer has no %s "
+				     "device, and OXR_TRANSPORT=%s here (use auto to allow tcp)",
+				     peer, addr, name, name);
 			goto fail;
 		}
 		if (n_mine)
-			oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: rank %d has no verbs: tcp link",
-				g->rank, peer);
+			oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: rank %d has no %s: tcp link",
+				g->rank, peer, name);
 		goto tcp;
 	}
-#ifdef OXR_HAVE_VERBS
-	cst = g->ctx->vcm ? oxr_vlink_connect_cm(g, *v, theirs + 8, acceptor, fd, addr, deadline)
-			  : oxr_vlink_connect(g, *v, theirs + 8);
+	cst = p->connect(g, pv, theirs + 8, acceptor, fd, addr, deadline);
 	if (cst)
-		oxr_log(g->ctx, g->ctx->verbs_required ? OXR_LOG_ERROR : OXR_LOG_WARN,
-			"rank %d: verbs link to rank %d: %s", g->rank, peer, oxr_errmsg());
-#endif
+		oxr_log(g->ctx, required ? OXR_LOG_ERROR : OXR_LOG_WARN, "rank %d: %s link to rank "
+			"%d: %s", g->rank, name, peer, oxr_errmsg());
 	oxr_store32(ok, TAG_READY, OXR_ORDER_LITTLE);
 	oxr_store32(ok + 4, cst ? 1 : 0, OXR_ORDER_LITTLE);
 	if ((st = swap(fd, ok, peer_ok, sizeof(ok), deadline, addr)))
@@ -94,23 +91,22 @@ oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, cons
 		st = oxr_err(OXR_ERR_PROTO, "link to rank %d (%s): malformed ready message", peer, addr);
 		goto fail;
 	}
-	if (cst == OXR_OK && oxr_load32(peer_ok + 4, OXR_ORDER_LITTLE) == 0)
+	if (cst == OXR_OK && oxr_load32(peer_ok + 4, OXR_ORDER_LITTLE) == 0) {
+		*ops = p->link_ops;
+		*priv = pv;
 		return OXR_OK;
-	if (g->ctx->verbs_required) {
+	}
+	if (required) {
 		st = cst ? cst : oxr_err(OXR_ERR_IO, "link to rank %d (%s): the peer could not "
-					 "connect its QP (its log says why)", peer, addr);
+					 "connect its side (its log says why)", peer, addr);
 		goto fail;
 	}
 tcp:
-#ifdef OXR_HAVE_VERBS
-	oxr_vlink_destroy(g, *v);
-#endif
-	*v = NULL;
+	if (pv)
+		p->link_ops->destroy(g, pv);
 	return OXR_OK;
 fail:
-#ifdef OXR_HAVE_VERBS
-	oxr_vlink_destroy(g, *v);
-#endif
-	*v = NULL;
+	if (pv)
+		p->link_ops->destroy(g, pv);
 	return st;
 }

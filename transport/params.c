@@ -382,3 +382,10 @@ int oxr_ctx_param_describe(size_t i, oxr_param_desc *d)
 	d->doc = k->doc;
 	return 1;
 }
+
+const char *oxr_params_transport_name(int transport)
+{
+	return transport >= 0 && transport < (int)(sizeof(transports) / sizeof(transports[0])) - 1
+		       ? transports[transport]
+		       : "auto";
+}

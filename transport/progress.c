@@ -31,10 +31,9 @@
 
 #include "oxr_internal.h"
 #include "cmo_encode.h"
-#include "transport_impl.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_link.h"
-#endif
+#include "link.h"
+#include "provider.h"
+#include "tcp/tcp_socket.h"
 
 #define RBUF 65536
 #define BIG_PAYLOAD 16384 /* payloads at least this long are written from the object */
@@ -58,11 +57,16 @@ static void complete_send(struct sendop *op, oxr_status_t st)
 	}
 }
 
-static void destroy_v(oxr_group *g, struct vlink *v)
+/* A provider's half of a link that never became one, or that ends. */
+static void destroy_priv(oxr_group *g, const struct oxr_link_ops *ops, void *priv)
 {
-#ifdef OXR_HAVE_VERBS
-	oxr_vlink_destroy(g, v);
-#endif
+	if (priv && ops && ops->destroy)
+		ops->destroy(g, priv);
+}
+
+static int fd_stream(const struct link *l)
+{
+	return l->ops && (l->ops->caps & OXR_LINK_CAP_FD_STREAM);
 }
 
 void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
@@ -77,8 +81,8 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 	va_end(ap);
 	l->err = st;
 	l->state = LINK_FAILED;
-	if (!l->v)
-		g->tcp_links--;
+	if (fd_stream(l))
+		g->fd_links--;
 	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : l->orderly ? OXR_LOG_INFO : OXR_LOG_WARN,
 		"rank %d: %s", g->rank, l->errmsg);
 	if (l->fd >= 0) {
@@ -95,7 +99,7 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 }
 
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
-			     const char *addr, struct vlink *v)
+			     const char *addr, const struct oxr_link_ops *ops, void *priv)
 {
 	struct link *l = &g->links[peer];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
@@ -103,7 +107,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 
 	if (l->state == LINK_OPEN) {
 		close(fd);
-		destroy_v(g, v);
+		destroy_priv(g, ops, priv);
 		return oxr_err(OXR_ERR_INVAL, "a link to rank %d is already open", peer);
 	}
 	oxr_link_close(g, l);
@@ -116,14 +120,15 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 		st = oxr_err(OXR_ERR_IO, "epoll_ctl: %s", strerror(errno));
 	if (st) {
 		close(fd);
-		destroy_v(g, v);
+		destroy_priv(g, ops, priv);
 		oxr_link_close(g, l);
 		return st;
 	}
 	l->fd = fd;
-	l->v = v;
-	if (!v) {
-		g->tcp_links++;
+	l->ops = ops;
+	l->priv = priv;
+	if (fd_stream(l)) {
+		g->fd_links++;
 		oxr_tcp_tune_link(g->ctx, fd);
 	}
 	l->peer = peer;
@@ -135,92 +140,25 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s) open",
 		g->rank, peer, addr, order ? "little" : "network",
-		mode == OXR_LINK_AUTH ? "auth" : "openxm", v ? "verbs" : "tcp");
+		mode == OXR_LINK_AUTH ? "auth" : "openxm", ops->name);
 	return OXR_OK;
 }
 
 void oxr_link_drain(oxr_group *g, struct link *l)
 {
-#ifdef OXR_HAVE_VERBS
-	oxr_vlink_drain(g, l, 1000);
-#endif
+	if (l->state == LINK_OPEN && l->ops->drain)
+		l->ops->drain(g, l, 1000);
 }
 
 void oxr_link_engine_free(oxr_group *g)
 {
-#ifdef OXR_HAVE_VERBS
-	oxr_vgroup_destroy(g);
-#endif
-}
-
-/* A verbs link's ring holds an arrived slot not read yet. */
-static int ring_has_slot(const struct link *l)
-{
-#ifdef OXR_HAVE_VERBS
-	return oxr_vlink_buffered(l->v);
-#else
-	(void)l;
-	return 0;
-#endif
+	if (g->ctx->prov->group_free)
+		g->ctx->prov->group_free(g);
 }
 
 int oxr_link_buffered(const struct link *l)
 {
-	return ring_has_slot(l) || l->roff < l->rlen;
-}
-
-/* The stream of a link: its QP when it has one, else its socket. */
-static ssize_t stream_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
-{
-#ifdef OXR_HAVE_VERBS
-	if (l->v)
-		return oxr_vlink_recv(g, l, buf, n, arena);
-#endif
-	return recv(l->fd, buf, n, 0);
-}
-
-static ssize_t stream_sendv(oxr_group *g, struct link *l, struct iovec *iov, int niov)
-{
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
-
-#ifdef OXR_HAVE_VERBS
-	if (l->v)
-		return oxr_vlink_sendv(g, l, iov, niov);
-#endif
-	return sendmsg(l->fd, &mh, MSG_NOSIGNAL);
-}
-
-/*
- * The socket of a verbs link carries nothing after the upgrade, so a read
- * there is the peer's end: EOF (it exited or closed the group) or bytes (a
- * protocol error).  What its QP delivered before comes first.
- */
-static void socket_event(oxr_group *g, struct link *l)
-{
-	uint8_t b;
-	ssize_t k;
-	int n;
-
-#ifdef OXR_HAVE_VERBS
-	(void)oxr_vgroup_poll(g, &n);
-#endif
-	(void)n;
-	if (l->state != LINK_OPEN)
-		return;
-	if (oxr_link_buffered(l))
-		oxr_link_read(g, l);
-	k = recv(l->fd, &b, 1, MSG_DONTWAIT);
-	if (k < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (k == 0 && oxr_decoder_pending(l->dec) == 0 && !oxr_link_buffered(l)) {
-		l->orderly = 1;
-		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) closed by the peer",
-			      l->peer, l->addr);
-	} else {
-		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
-			      l->addr, k < 0 ? strerror(errno) : k == 0 ? "the peer went away in "
-			      "the middle of a message" : "bytes on the socket of a verbs link");
-	}
+	return l->roff < l->rlen || (l->ops && l->ops->buffered && l->ops->buffered(l));
 }
 
 /* Frees everything of a link; it goes back to LINK_NONE. */
@@ -239,7 +177,7 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	free(l->rbuf);
 	free(l->sh_map[0]);
 	free(l->sh_map[1]);
-	destroy_v(g, l->v);
+	destroy_priv(g, l->ops, l->priv);
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
 }
@@ -250,9 +188,9 @@ void oxr_link_update_events(oxr_group *g, struct link *l)
 
 	if (l->state != LINK_OPEN)
 		return;
-	/* a verbs link's socket only ever tells the peer's end; its QP's credits
-	 * do the flow control */
-	ev.events = l->v ? EPOLLIN
+	/* the socket under another provider's stream only ever tells the
+	 * peer's end; that provider does the flow control */
+	ev.events = !fd_stream(l) ? EPOLLIN
 			 : (l->rq_bytes < g->ctx->recv_queue_bytes ? EPOLLIN : 0) |
 				   (l->sq_head ? EPOLLOUT : 0);
 	if (ev.events != l->events) {
@@ -328,11 +266,11 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				break;
 			room = oxr_decoder_direct(l->dec, &dst);
 			direct = room >= DIRECT_MIN;
-			k = direct ? stream_recv(g, l, dst, room, 1) : stream_recv(g, l, l->rbuf, RBUF, 0);
+			k = direct ? l->ops->recv(g, l, dst, room, 1) : l->ops->recv(g, l, l->rbuf, RBUF, 0);
 			if (k < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
-			drained = l->v ? !ring_has_slot(l) /* the ring is empty */
-				       : !direct && k > 0 && (size_t)k < RBUF;
+			drained = fd_stream(l) ? !direct && k > 0 && (size_t)k < RBUF
+					       : !(l->ops->buffered && l->ops->buffered(l));
 			if (k <= 0) {
 				uint64_t at = oxr_decoder_pending(l->dec);
 				if (k == 0 && at == 0) {
@@ -349,12 +287,12 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				}
 				break;
 			}
-			if (!l->v)
-				g->tcp_moved += (uint64_t)k;
+			if (fd_stream(l))
+				g->fd_moved += (uint64_t)k;
 			if (g->ctx->heartbeat_ms)
 				l->last_rx = oxr_now_ms();
 			if (direct) {
-				big = !l->v;
+				big = fd_stream(l);
 				oxr_decoder_advance(l->dec, (size_t)k);
 				l->rlen = l->roff = 0; /* then a feed of nothing moves the decoder on */
 			} else {
@@ -366,14 +304,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 		l->roff += used;
 		if (st == OXR_OK && oxr_ox_has_cmo(oxr_decoder_msg(l->dec)->tag) &&
 		    oxr_decoder_msg(l->dec)->tag != OXR_OX_DATA) {
-			/* the library's own frames are handled here, never queued */
-			int32_t tag = oxr_decoder_msg(l->dec)->tag;
-			st = tag == OXR_OX_PRIVATE_BEAT ? OXR_OK /* it came: that is all it says */
-			     : tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE
-				     ? oxr_revoke_frame(g, l, oxr_decoder_msg(l->dec))
-				     : tag == OXR_OX_PRIVATE_SHRINK
-					       ? oxr_shrink_frame(g, l, oxr_decoder_msg(l->dec))
-					       : oxr_window_frame(g, l, oxr_decoder_msg(l->dec));
+			/* the library's own frames are handled there, never queued */
+			st = oxr_frame_dispatch(g, l, oxr_decoder_msg(l->dec));
 			oxr_arena_reset(l->arena);
 			if (st < 0) {
 				oxr_link_fail(g, l, st, "%s", oxr_errmsg());
@@ -407,7 +339,7 @@ void oxr_link_write(oxr_group *g, struct link *l)
 		/* offered to the transport: a verbs rendezvous may have announced
 		 * it even when no byte counts as written yet, so it must finish */
 		op->started = 1;
-		k = stream_sendv(g, l, op->iov + op->cur, niov > 64 ? 64 : niov);
+		k = l->ops->sendv(g, l, op->iov + op->cur, niov > 64 ? 64 : niov);
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
 		if (k < 0) {
@@ -416,8 +348,8 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
-		if (!l->v)
-			g->tcp_moved += (uint64_t)k;
+		if (fd_stream(l))
+			g->fd_moved += (uint64_t)k;
 		if (g->ctx->heartbeat_ms)
 			l->last_tx = oxr_now_ms();
 		while (k > 0) { /* resume inside a partly written iovec next time */
@@ -492,24 +424,23 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
 		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
 
-#ifdef OXR_HAVE_VERBS
-	if (g->vg) {
+	if (g->pgroup) {
+		const struct oxr_provider *p = g->ctx->prov;
 		int got;
-		oxr_status_t st = oxr_vgroup_poll(g, &got);
+		oxr_status_t st = p->poll(g, &got);
 		if (st)
 			return st;
-		/* When every link is verbs, the sockets only ever tell a peer's end:
-		 * a spinning poll looks at them one round in 256, not at each (an
-		 * epoll_wait is a system call, the CQ poll is not; a message that
-		 * lands during one waits for it, about 1 us under qemu's TCG),
-		 * which is still every few tens of us. */
-		if (timeout_ms == 0 && !g->tcp_links && (round & 255))
+		/* When no link's stream is a socket, the sockets only ever tell a
+		 * peer's end: a spinning poll looks at them one round in 256, not
+		 * at each (an epoll_wait is a system call, a CQ poll is not; a
+		 * message that lands during one waits for it, about 1 us under
+		 * qemu's TCG), which is still every few tens of us. */
+		if (timeout_ms == 0 && !g->fd_links && (round & 255))
 			return OXR_OK;
-		/* a sleep needs the channel armed, and nothing arriving meanwhile */
-		if (got || (timeout_ms != 0 && oxr_vgroup_arm(g)))
+		/* a sleep needs the provider armed, and nothing arriving meanwhile */
+		if (got || (timeout_ms != 0 && p->arm(g)))
 			timeout_ms = 0;
 	}
-#endif
 	/* A spinning round of a pair on TCP reads the one socket itself: when
 	 * the message is there, that read is the round's only system call
 	 * (epoll_wait then recv would be two), and when it is not, the read
@@ -519,7 +450,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * lock twice while the peer's ACKs wait behind it, and each write would
 	 * add what little room came back; epoll_wait takes no lock and says
 	 * writable when a third of the buffer is free. */
-	if (timeout_ms == 0 && !g->vg && g->size == 2 && g->tcp_links == 1) {
+	if (timeout_ms == 0 && !g->pgroup && g->size == 2 && g->fd_links == 1) {
 		struct link *l = &g->links[1 - g->rank];
 		if (l->state == LINK_OPEN && !l->sq_head) {
 			if (l->events & EPOLLIN)
@@ -532,23 +463,14 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		return errno == EINTR ? OXR_OK : oxr_err(OXR_ERR_IO, "epoll_wait: %s", strerror(errno));
 	for (i = 0; i < n; i++) {
 		struct link *l;
-		if (ev[i].data.u32 == OXR_EPOLL_ASYNC) {
-#ifdef OXR_HAVE_VERBS
-			oxr_vgroup_async(g);
-#endif
-			continue;
-		}
-		if (ev[i].data.u32 == OXR_EPOLL_CQ) {
-#ifdef OXR_HAVE_VERBS
-			int got;
-			oxr_vgroup_event(g);
-			(void)oxr_vgroup_poll(g, &got);
-#endif
+		if (ev[i].data.u32 >= OXR_EPOLL_PROVIDER) {
+			g->ctx->prov->event(g, ev[i].data.u32);
 			continue;
 		}
 		l = &g->links[ev[i].data.u32];
-		if (l->v && (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-			socket_event(g, l);
+		if (!fd_stream(l) && (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
+			if (l->state == LINK_OPEN)
+				l->ops->fd_event(g, l);
 			continue;
 		}
 		if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
@@ -572,7 +494,7 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 	/* the clock is read once the first look found nothing: a wait done
 	 * already (most sends) costs no clock read */
 	int64_t spin_end = -1, deadline = 0;
-	uint64_t moved = g->tcp_moved;
+	uint64_t moved = g->fd_moved;
 	unsigned rounds = 1; /* not 0: no yield right after the first poll */
 	int spinning = 0, wait_ms = 0;
 	oxr_status_t st;
@@ -599,8 +521,8 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		if (t >= deadline)
 			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
 				       timeout_ms);
-		if (g->tcp_moved != moved) {
-			moved = g->tcp_moved;
+		if (g->fd_moved != moved) {
+			moved = g->fd_moved;
 			spin_end = t + g->ctx->spin_us;
 		}
 		if (t >= spin_end) {
@@ -618,8 +540,8 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		 * launcher says the node's ranks fit its cores (ctx.c).  One round in 8
 		 * over TCP (each round is an epoll_wait already; a yield in every
 		 * one costs a ping-pong about 1 us), one in 64 when every link is
-		 * verbs and a round is a user-space CQ poll. */
-		if (spinning && g->ctx->spin_yield && !(rounds & (g->tcp_links ? 7u : 63u)))
+		 * on a provider whose round is a user-space poll (a verbs CQ). */
+		if (spinning && g->ctx->spin_yield && !(rounds & (g->fd_links ? 7u : 63u)))
 			sched_yield();
 	}
 	return OXR_OK;

@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
+#include "link.h"
 
 uint64_t oxr_group_id(const oxr_group *g) { return g->gid; }
 

@@ -31,10 +31,8 @@
 #include <sys/epoll.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_link.h"
-#endif
+#include "link.h"
+#include "provider.h"
 
 enum { PROPOSE = 0, COMMIT = 1 };
 
@@ -196,7 +194,7 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 	nl = calloc((size_t)n, sizeof(*nl));
 	if (!nl)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory for %d ranks", n);
-	g->tcp_links = 0;
+	g->fd_links = 0;
 	for (p = 0, n = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		if (!has(alive, p)) {
@@ -213,12 +211,10 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 				struct epoll_event ev = { .events = nl[n].events, .data.u32 = (uint32_t)n };
 				epoll_ctl(g->epfd, EPOLL_CTL_MOD, nl[n].fd, &ev);
 			}
-#ifdef OXR_HAVE_VERBS
-			if (nl[n].v)
-				oxr_vlink_renumber(nl[n].v, n);
-#endif
-			if (nl[n].state == LINK_OPEN && !nl[n].v)
-				g->tcp_links++;
+			if (nl[n].priv && nl[n].ops->renumber)
+				nl[n].ops->renumber(nl[n].priv, n);
+			if (nl[n].state == LINK_OPEN && (nl[n].ops->caps & OXR_LINK_CAP_FD_STREAM))
+				g->fd_links++;
 		}
 		n++;
 	}

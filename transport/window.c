@@ -42,11 +42,8 @@
 #include <string.h>
 
 #include "oxr_internal.h"
-#include "transport_impl.h"
-#ifdef OXR_HAVE_VERBS
-#include "verbs_dev.h"
-#include "verbs_link.h"
-#endif
+#include "link.h"
+#include "provider.h"
 
 struct oxr_win {
 	oxr_win *next;
@@ -57,7 +54,7 @@ struct oxr_win {
 	oxr_win_note *notes; /* ring */
 	size_t head, count, cap;
 	uint64_t landed;
-	struct oxr_vmr *mr;  /* verbs: registered for remote write */
+	struct oxr_prov_mr *mr; /* registered for remote write (a provider with puts) */
 	uint64_t addr;
 	uint32_t rkey;
 };
@@ -146,15 +143,16 @@ static int have_all_descs(void *arg)
 			if (!r || r->epoch != x->g->epoch)
 				return 0;
 		}
-#ifdef OXR_HAVE_VERBS
-	return !x->g->ctx->vdev || oxr_vwqp_all_ready(x->g);
-#else
-	return 1;
-#endif
+	return !x->g->ctx->prov->win_ready || x->g->ctx->prov->win_ready(x->g);
 }
 
 /* The window's descriptor to every authenticated peer; the rkey goes only
- * to those whose stream is verbs. */
+ * to those whose link can put. */
+static int can_put(const struct link *l)
+{
+	return (l->ops->caps & OXR_LINK_CAP_PUT) != 0;
+}
+
 static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 {
 	oxr_status_t st = OXR_OK;
@@ -168,7 +166,7 @@ static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 			continue;
 		oxr_arena_reset(g->scratch);
 		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
-				  ints(g->scratch, g->links[p].v && w->mr ? 7 : 4, v, 0));
+				  ints(g->scratch, can_put(&g->links[p]) && w->mr ? 7 : 4, v, 0));
 	}
 	return st;
 }
@@ -179,14 +177,11 @@ oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out)
 
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "win_alloc: NULL argument");
-#ifdef OXR_HAVE_VERBS
-	if (g->ctx->vdev) {
-		p = oxr_vdev_alloc(g->ctx->vdev, len);
+	if (g->ctx->prov->mem_alloc) {
+		p = g->ctx->prov->mem_alloc(g->ctx, len);
 		if (p && len)
 			memset(p, 0, len); /* hwloc's mmap is zeroed; its fallbacks need not be */
-	} else
-#endif
-	if (!posix_memalign(&p, 4096, len ? len : 1))
+	} else if (!posix_memalign(&p, 4096, len ? len : 1))
 		memset(p, 0, len);
 	if (!p)
 		return oxr_err(OXR_ERR_NOMEM, "win_alloc: no memory for a %zu-byte window", len);
@@ -198,14 +193,10 @@ void oxr_win_free(oxr_group *g, void *p, size_t len)
 {
 	if (!g || !p)
 		return;
-#ifdef OXR_HAVE_VERBS
-	if (g->ctx->vdev) {
-		oxr_vdev_free(g->ctx->vdev, p, len);
-		return;
-	}
-#endif
-	(void)len;
-	free(p);
+	if (g->ctx->prov->mem_free)
+		g->ctx->prov->mem_free(g->ctx, p, len);
+	else
+		free(p);
 }
 
 oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
@@ -225,12 +216,10 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 	*w = (oxr_win){ .next = g->wins, .g = g, .id = id, .epoch = g->epoch, .base = base,
 			.len = len };
 	g->wins = w;
-#ifdef OXR_HAVE_VERBS
-	if (g->ctx->vdev)
-		st = oxr_vmr_reg(g, base, len, 1, &w->mr, &w->addr, &w->rkey);
-	if (st == OXR_OK && g->ctx->vdev)
-		st = oxr_vwqp_open_all(g);
-#endif
+	if (g->ctx->prov->win_reg)
+		st = g->ctx->prov->win_reg(g, base, len, &w->mr, &w->addr, &w->rkey);
+	if (st == OXR_OK && g->ctx->prov->win_open)
+		st = g->ctx->prov->win_open(g);
 	if (st == OXR_OK)
 		st = announce(g, w);
 	if (st == OXR_OK)
@@ -254,9 +243,8 @@ void oxr_win_destroy(oxr_win *w)
 			*pp = w->next;
 			break;
 		}
-#ifdef OXR_HAVE_VERBS
-	oxr_vmr_dereg(w->mr);
-#endif
+	if (w->mr)
+		w->g->ctx->prov->win_dereg(w->mr);
 	free(w->notes);
 	free(w);
 }
@@ -275,7 +263,6 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
-#ifdef OXR_HAVE_VERBS
 static int fence_answered(void *arg)
 {
 	const struct link *l = arg;
@@ -301,16 +288,13 @@ static oxr_status_t fence(oxr_group *g, int peer)
 	l->puts_unfenced = 0;
 	return OXR_OK;
 }
-#endif
-
-static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v);
 
 /* A fence is answered when read: every frame before it is in. */
 static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
 {
 	uint32_t v[3];
 
-	if (!int_fields(c, 3, 3, v) || v[0] != g->epoch || v[2] > 1) {
+	if (!oxr_frame_ints(c, 3, 3, v) || v[0] != g->epoch || v[2] > 1) {
 		g->puts_refused++; /* a stale epoch's fence has nobody waiting */
 		return;
 	}
@@ -346,18 +330,17 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 	return OXR_OK;
 }
 
-#ifdef OXR_HAVE_VERBS
-/* An RDMA WRITE into the peer's window, returned once the peer's HCA has it.
- * An earlier put copied in at the target (one that went in the stream) must
- * not land over it later: a fence first (see Order). */
+/* A one-sided write into the peer's window (an RDMA WRITE), returned once
+ * the peer's side has it.  An earlier put copied in at the target (one that
+ * went in the stream) must not land over it later: a fence first (see Order). */
 static oxr_status_t rdma_put(oxr_group *g, int peer, const struct rwin *r, uint64_t offset,
 			     const void *src, size_t len)
 {
-	oxr_status_t st = g->links[peer].puts_unfenced ? fence(g, peer) : OXR_OK;
+	struct link *l = &g->links[peer];
+	oxr_status_t st = l->puts_unfenced ? fence(g, peer) : OXR_OK;
 
-	return st ? st : oxr_vlink_write(g, &g->links[peer], r->addr + offset, r->rkey, src, len);
+	return st ? st : l->ops->put(g, l, r->addr + offset, r->rkey, src, len);
 }
-#endif
 
 /* A put frame in the stream: LIST [id, epoch, offset, (notify,) DATUM],
  * the DATUM over the caller's bytes (they are written from where they are). */
@@ -373,7 +356,7 @@ static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, con
 		return oxr_err(OXR_ERR_NOMEM, "put: out of memory");
 	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
 	body->kids[nv] = bytes;
-	/* on verbs a later RDMA put must not overtake this one (see Order) */
+	/* a later one-sided put must not overtake this one (see Order) */
 	if (r->rdma && len)
 		g->links[peer].puts_unfenced = 1;
 	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
@@ -388,11 +371,10 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 
 	if (st)
 		return st;
-#ifdef OXR_HAVE_VERBS
 	/* up to OXR_VERBS_PUT_INLINE bytes go in the stream: one write with
 	 * immediate instead of a write and its notification, checked at the
 	 * target before they land (what a round trip costs is the writes) */
-	if (r->rdma && g->links[peer].v && len > g->ctx->vput_inline) {
+	if (r->rdma && can_put(&g->links[peer]) && len > g->ctx->put_inline) {
 		uint32_t n[7] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify,
 				  (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
 
@@ -401,7 +383,6 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 		oxr_arena_reset(g->scratch);
 		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
 	}
-#endif
 	return stream_put(g, peer, r, v, 5, src, len);
 }
 
@@ -414,11 +395,9 @@ oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offs
 
 	if (st)
 		return st;
-#ifdef OXR_HAVE_VERBS
-	/* no note to carry, so never the stream: the HCA lands every size */
-	if (r->rdma && g->links[peer].v)
+	/* no note to carry, so never the stream: the device lands every size */
+	if (r->rdma && can_put(&g->links[peer]))
 		return rdma_put(g, peer, r, offset, src, len);
-#endif
 	return stream_put(g, peer, r, v, 4, src, len);
 }
 
@@ -459,21 +438,6 @@ static oxr_status_t add_note(oxr_win *w, const oxr_win_note *n)
 	return OXR_OK;
 }
 
-/* kids[0..n) are INT32: their values into v. */
-static int int_fields(const oxr_cmo *o, uint32_t want, uint32_t n, uint32_t *v)
-{
-	uint32_t i;
-
-	if (!o || o->tag != OXR_CMO_LIST || o->nkids != want)
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (o->kids[i]->tag != OXR_CMO_INT32)
-			return 0;
-		v[i] = (uint32_t)o->kids[i]->v.i32;
-	}
-	return 1;
-}
-
 static void refuse(oxr_group *g, struct link *l, const char *why, uint32_t id)
 {
 	g->puts_refused++;
@@ -490,17 +454,17 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	uint64_t off, len;
 	int nonotify = 0;
 
-	if (int_fields(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
+	if (oxr_frame_ints(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
 		bytes = o->kids[5];
 		len = bytes->len;
-	} else if (int_fields(o, 5, 4, v) && o->kids[4]->tag == OXR_CMO_DATUM) {
+	} else if (oxr_frame_ints(o, 5, 4, v) && o->kids[4]->tag == OXR_CMO_DATUM) {
 		nonotify = 1; /* oxr_put_nonotify's: it lands, and no note says so */
 		bytes = o->kids[4];
 		len = bytes->len;
-	} else if (int_fields(o, 7, 7, v)) {
-		/* "landed by RDMA": only a verbs link can say that truthfully */
-		if (!l->v)
-			{ refuse(g, l, "an RDMA put note on a tcp link", v[0]); return; }
+	} else if (oxr_frame_ints(o, 7, 7, v)) {
+		/* "landed by RDMA": only a link with puts can say that truthfully */
+		if (!can_put(l))
+			{ refuse(g, l, "an RDMA put note on a link without puts", v[0]); return; }
 		len = (uint64_t)v[5] << 32 | v[6];
 	} else {
 		refuse(g, l, "malformed put", 0);
@@ -529,10 +493,10 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 {
 	uint32_t v[7] = { 0 };
-	int rdma = o && o->nkids == 7 && l->v;
+	int rdma = o && o->nkids == 7 && can_put(l);
 	struct rwin *r;
 
-	if (!int_fields(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
+	if (!oxr_frame_ints(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
 		{ refuse(g, l, "malformed descriptor", 0); return; }
 	r = find_rwin(g, l->peer, v[0]);
 	if (!r) {
@@ -557,9 +521,8 @@ void oxr_windows_revoked(oxr_group *g)
 
 	for (w = g->wins; w; w = w->next) {
 		w->head = w->count = 0;
-#ifdef OXR_HAVE_VERBS
-		oxr_vmr_revoke(w->mr);
-#endif
+		if (w->mr)
+			g->ctx->prov->win_revoke(w->mr);
 	}
 }
 
@@ -587,23 +550,20 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
 	oxr_status_t st = OXR_OK;
 	oxr_win *w;
 
-#ifdef OXR_HAVE_VERBS
-	oxr_vwqp_new_epoch(g);
-	if (g->wins && g->ctx->vdev)
-		st = oxr_vwqp_open_all(g);
-#endif
+	if (g->ctx->prov->new_epoch)
+		g->ctx->prov->new_epoch(g);
+	if (g->wins && g->ctx->prov->win_open)
+		st = g->ctx->prov->win_open(g);
 	for (w = g->wins; w && st == OXR_OK; w = w->next) {
 		w->epoch = g->epoch;
 		w->head = w->count = 0;
-#ifdef OXR_HAVE_VERBS
-		if (w->mr) { /* a new registration: the old epoch's rkey is dead at the HCA */
-			oxr_vmr_dereg(w->mr);
+		if (w->mr) { /* a new registration: the old epoch's rkey is dead at the device */
+			g->ctx->prov->win_dereg(w->mr);
 			w->mr = NULL;
-			st = oxr_vmr_reg(g, w->base, w->len, 1, &w->mr, &w->addr, &w->rkey);
+			st = g->ctx->prov->win_reg(g, w->base, w->len, &w->mr, &w->addr, &w->rkey);
 			if (st)
 				break;
 		}
-#endif
 		st = announce(g, w);
 	}
 	if (st == OXR_OK)
@@ -620,18 +580,6 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 		land_put(g, l, m->cmo);
 	else if (m->tag == OXR_OX_PRIVATE_FENCE)
 		fence_frame(g, l, m->cmo);
-	else if (m->tag == OXR_OX_PRIVATE_WQP) {
-		uint32_t v[4];
-		if (!int_fields(m->cmo, 4, 4, v))
-			return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed window QP frame",
-				       l->peer);
-#ifdef OXR_HAVE_VERBS
-		return oxr_vwqp_frame(g, l, v);
-#else
-		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame to a rank without "
-			       "verbs", l->peer);
-#endif
-	}
 	else
 		keep_desc(g, l, m->cmo);
 	return OXR_OK;

@@ -67,16 +67,16 @@ struct wait {
 
 static struct vwqp *get(oxr_group *g, struct link *l)
 {
-	struct vwqp **slot = oxr_vlink_wslot(l->v), *w = *slot;
+	struct vwqp **slot = oxr_vlink_wslot(vl(l)), *w = *slot;
 
 	if (w)
 		return w;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->stage_len = g->ctx->vslot_bytes;
-	w->stage = oxr_vdev_alloc(g->ctx->vdev, w->stage_len);
-	w->stage_mr = w->stage ? oxr_vreg_mr(g->ctx->vdev->pd, w->stage, w->stage_len,
+	w->stage_len = oxr_vctx(g)->slot_bytes;
+	w->stage = oxr_vdev_alloc((&oxr_vctx(g)->dev), w->stage_len);
+	w->stage_mr = w->stage ? oxr_vreg_mr(oxr_vctx(g)->dev.pd, w->stage, w->stage_len,
 					     IBV_ACCESS_LOCAL_WRITE)
 			       : NULL;
 	if (!w->stage_mr) {
@@ -103,7 +103,7 @@ void oxr_vwqp_free(oxr_group *g, struct vwqp *w)
 	if (w->stage_mr)
 		oxr_vdereg_mr(w->stage_mr);
 	if (w->stage)
-		oxr_vdev_free(g->ctx->vdev, w->stage, w->stage_len);
+		oxr_vdev_free((&oxr_vctx(g)->dev), w->stage, w->stage_len);
 	free(w);
 }
 
@@ -111,7 +111,7 @@ static oxr_status_t say(oxr_group *g, struct link *l, struct vwqp *w, uint32_t k
 {
 	uint32_t v[4] = { w->epoch, kind, w->qp->qp_num, w->psn };
 
-	return oxr_send_ints(g, l->peer, OXR_OX_PRIVATE_WQP, 4, v);
+	return oxr_send_ints(g, oxr_link_peer(l), OXR_OX_PRIVATE_WQP, 4, v);
 }
 
 /* This epoch's QP, created (INIT) and offered to the peer. */
@@ -134,11 +134,11 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[4])
 	struct vwqp *w;
 	oxr_status_t st;
 
-	if (!l->v)
-		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame on a tcp link", l->peer);
+	if (!vl(l))
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame on a tcp link", oxr_link_peer(l));
 	if (kind > WQP_READY || qpn > 0xffffff || psn > 0xffffff)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed window QP frame (kind %u, "
-			       "qpn %u, psn %u)", l->peer, kind, qpn, psn);
+			       "qpn %u, psn %u)", oxr_link_peer(l), kind, qpn, psn);
 	if (!(w = get(g, l)))
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for a window QP");
 	if (kind == WQP_OFFER && epoch == g->epoch + 1) {
@@ -148,22 +148,22 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[4])
 	}
 	if (epoch != g->epoch) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a window QP frame of epoch %u from rank %d "
-			"dropped (this rank is at %u)", g->rank, epoch, l->peer, g->epoch);
+			"dropped (this rank is at %u)", g->rank, epoch, oxr_link_peer(l), g->epoch);
 		return OXR_OK;
 	}
 	if (kind == WQP_READY) {
 		if (!w->qp || w->epoch != epoch || !w->rts)
 			return oxr_err(OXR_ERR_PROTO, "rank %d said its window QP was ready before "
-				       "it was offered one", l->peer);
+				       "it was offered one", oxr_link_peer(l));
 		w->peer_ready = 1;
 		return OXR_OK;
 	}
 	if (w->qp && w->epoch == epoch && w->rts)
 		return oxr_err(OXR_ERR_PROTO, "rank %d offered a second window QP in epoch %u",
-			       l->peer, epoch);
+			       oxr_link_peer(l), epoch);
 	if ((!w->qp || w->epoch != epoch) && (st = open_qp(g, l, w)))
 		return st;
-	if ((st = oxr_vqp_connect(g, w->qp, l->peer, oxr_vlink_peer(l->v), qpn, psn, w->psn)))
+	if ((st = oxr_vqp_connect(g, w->qp, oxr_link_peer(l), oxr_vlink_peer(vl(l)), qpn, psn, w->psn)))
 		return st;
 	w->rts = 1;
 	return say(g, l, w, WQP_READY);
@@ -172,9 +172,9 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[4])
 /* Rank p's link, if puts to it go by RDMA. */
 static struct link *rdma_link(oxr_group *g, int p)
 {
-	struct link *l = &g->links[p];
+	struct link *l = oxr_link_at(g, p);
 
-	return p != g->rank && l->state == LINK_OPEN && l->mode == OXR_LINK_AUTH && l->v ? l : NULL;
+	return p != g->rank && oxr_link_up(l) && oxr_link_is_auth(l) && vl(l) ? l : NULL;
 }
 
 oxr_status_t oxr_vwqp_open_all(oxr_group *g)
@@ -204,7 +204,7 @@ int oxr_vwqp_all_ready(oxr_group *g)
 	for (p = 0; p < g->size; p++) {
 		if (!(l = rdma_link(g, p)))
 			continue;
-		w = *oxr_vlink_wslot(l->v);
+		w = *oxr_vlink_wslot(vl(l));
 		if (!w || !w->qp || w->epoch != g->epoch || !(w->rts && w->peer_ready))
 			return 0;
 	}
@@ -216,12 +216,12 @@ void oxr_vwqp_new_epoch(oxr_group *g)
 	int p;
 
 	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
-		struct vwqp *w = l->v ? *oxr_vlink_wslot(l->v) : NULL;
+		struct link *l = oxr_link_at(g, p);
+		struct vwqp *w = vl(l) ? *oxr_vlink_wslot(vl(l)) : NULL;
 		if (!w)
 			continue;
 		close_qp(w);
-		if (w->held && w->held_v[0] == g->epoch && l->state == LINK_OPEN) {
+		if (w->held && w->held_v[0] == g->epoch && oxr_link_up(l)) {
 			w->held = 0;
 			if (oxr_vwqp_frame(g, l, w->held_v))
 				oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: its window QP: %s",
@@ -240,9 +240,9 @@ static struct vwqp *wqp_of(oxr_group *g, const struct ibv_wc *wc, int *peer)
 	for (i = -1; i < g->size; i++) {
 		int p = i < 0 ? hint : i;
 		struct vwqp *w;
-		if (p < 0 || p >= g->size || !g->links[p].v)
+		if (p < 0 || p >= g->size || !vl(oxr_link_at(g, p)))
 			continue;
-		w = *oxr_vlink_wslot(g->links[p].v);
+		w = *oxr_vlink_wslot(vl(oxr_link_at(g, p)));
 		if (w && w->qp && w->qp->qp_num == wc->qp_num) {
 			*peer = p;
 			return w;
@@ -267,7 +267,7 @@ void oxr_vwqp_completion(oxr_group *g, const struct ibv_wc *wc)
 	 * or the write missed the window.  Either way no put to it can go until
 	 * a new QP, which takes a reset: the group is revoked here, and the
 	 * link goes on.  Other errors (a dead peer) the link's socket tells. */
-	if (wc->status == IBV_WC_REM_ACCESS_ERR && !g->revoked)
+	if (wc->status == IBV_WC_REM_ACCESS_ERR && !oxr_group_revoked(g, NULL))
 		oxr_revoke_local(g, -1, g->rank, "rank %d's HCA refused a one-sided write into "
 				 "its window (%s): it revoked epoch %u, or the write missed the "
 				 "window; oxr_group_reset makes puts work again", p,
@@ -278,7 +278,7 @@ static int usable(void *arg)
 {
 	struct wait *x = arg;
 
-	return x->l->state != LINK_OPEN || x->g->revoked || x->w->dead || !x->w->qp ||
+	return !oxr_link_up(x->l) || oxr_group_revoked(x->g, NULL) || x->w->dead || !x->w->qp ||
 	       (x->w->rts && x->w->peer_ready);
 }
 
@@ -286,19 +286,19 @@ static int written(void *arg)
 {
 	struct wait *x = arg;
 
-	return x->l->state != LINK_OPEN || x->g->revoked || !x->w->posted;
+	return !oxr_link_up(x->l) || oxr_group_revoked(x->g, NULL) || !x->w->posted;
 }
 
 /* Why the wait ended, if not with success. */
 static oxr_status_t wait_err(struct wait *x, const char *what)
 {
-	if (x->l->state != LINK_OPEN) {
-		oxr_err_keep(x->l->errmsg);
-		return x->l->err ? x->l->err : OXR_ERR_PEER;
+	if (!oxr_link_up(x->l)) {
+		oxr_err_keep(oxr_link_error(x->l));
+		return oxr_link_err(x->l) ? oxr_link_err(x->l) : OXR_ERR_PEER;
 	}
-	if (x->g->revoked)
+	if (oxr_group_revoked(x->g, NULL))
 		return oxr_revoked_err(x->g, what);
-	return oxr_err(OXR_ERR_IO, "%s to rank %d: %s", what, x->l->peer,
+	return oxr_err(OXR_ERR_IO, "%s to rank %d: %s", what, oxr_link_peer(x->l),
 		       x->w->qp ? ibv_wc_status_str(x->w->failed) : "the window QP went");
 }
 
@@ -323,12 +323,12 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 	    (st = oxr_progress_until(g, usable, &x, -1)))
 		return st;
 	if (!w->qp || w->dead || !(w->rts && w->peer_ready))
-		return w->dead && !g->revoked && l->state == LINK_OPEN
+		return w->dead && !oxr_group_revoked(g, NULL) && oxr_link_up(l)
 			       ? oxr_err(OXR_ERR_IO, "put to rank %d: its window QP failed in this "
-					 "epoch (%s); oxr_group_reset makes a new one", l->peer,
+					 "epoch (%s); oxr_group_reset makes a new one", oxr_link_peer(l),
 					 ibv_wc_status_str(w->failed))
 			       : wait_err(&x, "put");
-	wr.wr_id = WR_ID(l->peer, WR_WIN);
+	wr.wr_id = WR_ID(oxr_link_peer(l), WR_WIN);
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = raddr;
@@ -342,14 +342,14 @@ oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint3
 		sge.addr = (uintptr_t)w->stage;
 		sge.lkey = w->stage_mr->lkey;
 	} else { /* straight from the caller's memory, registered for this write */
-		mr = oxr_vreg_mr(g->ctx->vdev->pd, (void *)(uintptr_t)src, len, 0);
+		mr = oxr_vreg_mr(oxr_vctx(g)->dev.pd, (void *)(uintptr_t)src, len, 0);
 		if (!mr)
 			return oxr_err(OXR_ERR_IO, "verbs put: registering %zu bytes: %s", len,
 				       strerror(errno));
 		sge.lkey = mr->lkey;
 	}
 	if (ibv_post_send(w->qp, &wr, &bad)) {
-		st = oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", l->peer, strerror(errno));
+		st = oxr_err(OXR_ERR_IO, "verbs put to rank %d: %s", oxr_link_peer(l), strerror(errno));
 	} else {
 		w->posted = 1;
 		w->failed = IBV_WC_SUCCESS;

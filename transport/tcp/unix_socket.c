@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "oxr_internal.h"
+#include "tcp_socket.h"
 #include "transport_impl.h"
 
 oxr_status_t oxr_unix_addr(const char *path, struct sockaddr_un *sa)

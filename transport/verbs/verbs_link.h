@@ -13,12 +13,40 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "transport_impl.h"
+#include "provider.h"
+#include "verbs_dev.h"
 
 struct vlink;
 struct vwqp;
 struct ibv_qp;
 struct ibv_wc;
+
+/* The verbs provider's context: the device and the knobs of its links. */
+struct oxr_vctx {
+	struct oxr_vdev dev;
+	struct oxr_rcache *rcache; /* registrations of receive memory (verbs_rcache.h) */
+	uint32_t slots, slot_bytes; /* ring geometry per link */
+	int timeout, retry;         /* QP local ACK timeout exponent and retry count */
+	size_t rndv;                /* stream pieces this big go by rendezvous (0: never) */
+	int cm;                     /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
+	int required;               /* OXR_TRANSPORT=verbs: no silent fall back to tcp */
+};
+
+static inline struct oxr_vctx *oxr_vctx(const oxr_group *g)
+{
+	return g->ctx->pctx;
+}
+
+/* The verbs half of link l (NULL: another provider carries it). */
+static inline struct vlink *vl(const struct link *l)
+{
+	return oxr_link_priv(l);
+}
+
+/* The epoll keys of the group's completion channel and of the device's
+ * async events. */
+#define EPOLL_CQ (OXR_EPOLL_PROVIDER + 0)
+#define EPOLL_ASYNC (OXR_EPOLL_PROVIDER + 1)
 
 /* The wire size of an offer (what a side tells its peer about its QP). */
 #define OXR_VOFFER_BYTES 64
@@ -82,13 +110,13 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 int oxr_vlink_buffered(const struct vlink *v);
 
 /* The window memory a peer may write: registered with remote write. */
-struct oxr_vmr;
+struct oxr_prov_mr;
 oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
-			 struct oxr_vmr **out, uint64_t *addr, uint32_t *rkey);
+			 struct oxr_prov_mr **out, uint64_t *addr, uint32_t *rkey);
 /* A revoke: the registration goes at once, so its rkey is dead at the HCA
  * (the reset registers anew); the handle stays. */
-void oxr_vmr_revoke(struct oxr_vmr *m);
-void oxr_vmr_dereg(struct oxr_vmr *m);
+void oxr_vmr_revoke(struct oxr_prov_mr *m);
+void oxr_vmr_dereg(struct oxr_prov_mr *m);
 
 /* verbs_wqp.c: one-sided writes go on a window QP of the link's own, one
  * per epoch.  oxr_vlink_write writes src[0..len) to raddr/rkey on the peer

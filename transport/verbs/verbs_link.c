@@ -137,17 +137,18 @@ struct vlink {
 	int sd_wait, sd_fin;
 };
 
-struct oxr_vmr {
+struct oxr_prov_mr {
 	struct ibv_mr *mr;
 };
 
-static struct oxr_vdev *dev(oxr_group *g) { return g->ctx->vdev; }
+static struct oxr_vdev *dev(oxr_group *g) { return &oxr_vctx(g)->dev; }
+static struct vgroup *vgr(oxr_group *g) { return g->pgroup; }
 
 static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 {
-	struct vgroup *vg = g->vg;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = OXR_EPOLL_CQ };
-	int per_link = (int)(2 * g->ctx->vslots + ctl_wrs(g->ctx->vslots) + SQ_EXTRA + 4);
+	struct vgroup *vg = g->pgroup;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EPOLL_CQ };
+	int per_link = (int)(2 * oxr_vctx(g)->slots + ctl_wrs(oxr_vctx(g)->slots) + SQ_EXTRA + 4);
 
 	if (vg) {
 		*out = vg;
@@ -170,7 +171,7 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 			       "(memlock limit? see ulimit -l)", per_link, dev(g)->name, strerror(e));
 	}
 	fcntl(vg->ch->fd, F_SETFL, fcntl(vg->ch->fd, F_GETFL) | O_NONBLOCK);
-	ev.data.u32 = OXR_EPOLL_CQ;
+	ev.data.u32 = EPOLL_CQ;
 	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, vg->ch->fd, &ev)) {
 		int e = errno;
 		ibv_destroy_cq(vg->cq);
@@ -181,11 +182,11 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 	/* QP fatal, port down, device fatal: the device says so on its async
 	 * fd, and the links fail at once instead of after the QP's retries */
 	fcntl(dev(g)->verbs->async_fd, F_SETFL, fcntl(dev(g)->verbs->async_fd, F_GETFL) | O_NONBLOCK);
-	ev.data.u32 = OXR_EPOLL_ASYNC;
+	ev.data.u32 = EPOLL_ASYNC;
 	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, dev(g)->verbs->async_fd, &ev) && errno != EEXIST)
 		oxr_log(g->ctx, OXR_LOG_WARN, "verbs: watching %s's async events: %s (a port that "
 			"goes down is then noticed by the QP's retries)", dev(g)->name, strerror(errno));
-	g->vg = vg;
+	g->pgroup = vg;
 	*out = vg;
 	return OXR_OK;
 }
@@ -196,9 +197,9 @@ static void fail_all(oxr_group *g, const char *why)
 	int p;
 
 	for (p = 0; p < g->size; p++)
-		if (g->links[p].v && g->links[p].state == LINK_OPEN)
-			oxr_link_fail(g, &g->links[p], OXR_ERR_PEER, "verbs link to rank %d (%s): %s",
-				      p, g->links[p].addr, why);
+		if (vl(oxr_link_at(g, p)) && oxr_link_up(oxr_link_at(g, p)))
+			oxr_link_fail(g, oxr_link_at(g, p), OXR_ERR_PEER, "verbs link to rank %d (%s): %s",
+				      p, oxr_link_addr(oxr_link_at(g, p)), why);
 }
 
 void oxr_vgroup_async(oxr_group *g)
@@ -215,10 +216,10 @@ void oxr_vgroup_async(oxr_group *g)
 		case IBV_EVENT_QP_ACCESS_ERR:
 		case IBV_EVENT_PATH_MIG_ERR:
 			for (p = 0; p < g->size; p++)
-				if (g->links[p].v && g->links[p].v->qp == ev.element.qp &&
-				    g->links[p].state == LINK_OPEN)
-					oxr_link_fail(g, &g->links[p], OXR_ERR_PEER, "verbs link to rank "
-						      "%d (%s): its QP failed (%s)", p, g->links[p].addr,
+				if (vl(oxr_link_at(g, p)) && vl(oxr_link_at(g, p))->qp == ev.element.qp &&
+				    oxr_link_up(oxr_link_at(g, p)))
+					oxr_link_fail(g, oxr_link_at(g, p), OXR_ERR_PEER, "verbs link to rank "
+						      "%d (%s): its QP failed (%s)", p, oxr_link_addr(oxr_link_at(g, p)),
 						      what);
 			break;
 		case IBV_EVENT_PORT_ERR:
@@ -242,7 +243,7 @@ void oxr_vgroup_async(oxr_group *g)
 
 void oxr_vgroup_destroy(oxr_group *g)
 {
-	struct vgroup *vg = g->vg;
+	struct vgroup *vg = g->pgroup;
 
 	if (!vg)
 		return;
@@ -253,7 +254,7 @@ void oxr_vgroup_destroy(oxr_group *g)
 	ibv_destroy_cq(vg->cq);
 	ibv_destroy_comp_channel(vg->ch);
 	free(vg);
-	g->vg = NULL;
+	g->pgroup = NULL;
 }
 
 /* Posts n receive WRs in one call (n <= RECV_BATCH). */
@@ -279,7 +280,7 @@ static void vlink_free(oxr_group *g, struct vlink *v)
 	if (v->qp)
 		oxr_vdestroy_qp(v->qp);
 	/* the QP is gone, so no READ is still writing into rd_mr's memory */
-	oxr_rcache_put(g->ctx->rcache, v->rd_mr);
+	oxr_rcache_put(oxr_vctx(g)->rcache, v->rd_mr);
 	if (v->sd_mr)
 		oxr_vdereg_mr(v->sd_mr);
 	free(v->rx_rndv);
@@ -360,8 +361,8 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	if (!v)
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
 	v->peer = peer;
-	v->nslots = g->ctx->vslots;
-	v->slot = g->ctx->vslot_bytes;
+	v->nslots = oxr_vctx(g)->slots;
+	v->slot = oxr_vctx(g)->slot_bytes;
 	ring = (size_t)v->nslots * v->slot;
 	/* on the device's NUMA node: the HCA reads and writes them, not only the CPU */
 	v->rx = oxr_vdev_alloc(d, ring);
@@ -415,7 +416,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	put_u32(offer + 48, v->slot);
 	put_u32(offer + 52, (uint32_t)d->mtu);
 	put_u32(offer + 56, (uint32_t)d->link_layer);
-	put_u32(offer + 60, (uint32_t)g->ctx->vcm);
+	put_u32(offer + 60, (uint32_t)oxr_vctx(g)->cm);
 	*out = v;
 	return OXR_OK;
 }
@@ -439,11 +440,11 @@ oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 	if (qpn > 0xffffff || psn > 0xffffff || mtu < IBV_MTU_256 || mtu > IBV_MTU_4096)
 		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent an offer out of range "
 			       "(qpn %u, psn %u, mtu %u)", v->peer, qpn, psn, mtu);
-	if (get_u32(offer + 60) != (uint32_t)g->ctx->vcm)
+	if (get_u32(offer + 60) != (uint32_t)oxr_vctx(g)->cm)
 		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d sets up QPs %s, this rank %s: set "
 			       "OXR_VERBS_CM alike on every rank", v->peer,
 			       get_u32(offer + 60) ? "by rdma_cm" : "over tcp",
-			       g->ctx->vcm ? "by rdma_cm" : "over tcp");
+			       oxr_vctx(g)->cm ? "by rdma_cm" : "over tcp");
 	v->addr.lid = get_u32(offer + 12) & 0xffff;
 	memcpy(v->addr.gid, offer + 16, 16);
 	v->addr.mtu = mtu;
@@ -494,8 +495,8 @@ oxr_status_t oxr_vqp_connect(oxr_group *g, struct ibv_qp *qp, int peer, const st
 	a.qp_state = IBV_QPS_RTS;
 	/* timeout 4.096 us * 2^t, retried retry_cnt times: a dead peer's QP fails
 	 * the link within about retry * 2^t * 4 us (defaults 7 * 67 ms) */
-	a.timeout = (uint8_t)g->ctx->vtimeout;
-	a.retry_cnt = (uint8_t)g->ctx->vretry;
+	a.timeout = (uint8_t)oxr_vctx(g)->timeout;
+	a.retry_cnt = (uint8_t)oxr_vctx(g)->retry;
 	a.rnr_retry = 6;
 	a.sq_psn = my_psn; /* the one our offer announced */
 	a.max_rd_atomic = 1;
@@ -609,19 +610,19 @@ static int can_post(const struct vlink *v, uint32_t need_credits)
 /* Returns freed slots on their own when no data is about to carry them. */
 static void return_credits(oxr_group *g, struct link *l)
 {
-	struct vlink *v = l->v;
+	struct vlink *v = vl(l);
 
-	if (v->owed >= v->thresh && (!l->sq_head || !v->credits) &&
+	if (v->owed >= v->thresh && (!oxr_link_sending(l) || !v->credits) &&
 	    v->sq_posted < v->sq_depth && post_credits(v, 0))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
-			      l->peer, strerror(errno));
+			      oxr_link_peer(l), strerror(errno));
 }
 
 /* The FIN of a rendezvous piece, with the slot it freed; retried from the
  * completions while the send queue is full. */
 static void post_fin(oxr_group *g, struct link *l)
 {
-	struct vlink *v = l->v;
+	struct vlink *v = vl(l);
 
 	if (v->sq_posted >= v->sq_depth) {
 		v->fin_owed = 1;
@@ -630,7 +631,7 @@ static void post_fin(oxr_group *g, struct link *l)
 	v->fin_owed = 0;
 	if (post_credits(v, IMM_FIN))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a FIN: %s",
-			      l->peer, strerror(errno));
+			      oxr_link_peer(l), strerror(errno));
 }
 
 static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
@@ -660,7 +661,7 @@ static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
  */
 static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
-	struct vlink *v = l->v;
+	struct vlink *v = vl(l);
 	uint8_t *slot = v->rx + (size_t)v->rx_head * v->slot;
 	size_t k = 0;
 
@@ -671,7 +672,7 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 		v->rd_off = 0;
 		if (v->rd_len == 0 || v->rd_len > RNDV_MAX) {
 			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: rendezvous "
-				      "descriptor of %llu bytes (1..%u allowed)", l->peer,
+				      "descriptor of %llu bytes (1..%u allowed)", oxr_link_peer(l),
 				      (unsigned long long)v->rd_len, RNDV_MAX);
 			goto io;
 		}
@@ -684,7 +685,7 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 			goto again;
 		k = v->rd_len - v->rd_off < n ? v->rd_len - v->rd_off : n;
 		if (arena && k >= RNDV_DIRECT) {
-			v->rd_mr = oxr_rcache_get(g->ctx->rcache, buf, k);
+			v->rd_mr = oxr_rcache_get(oxr_vctx(g)->rcache, buf, k);
 			if (!v->rd_mr) {
 				oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
 				goto io;
@@ -701,7 +702,7 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 		if (post_read(v, v->rd_dst, v->rd_state == RD_DIRECT ? v->rd_mr->lkey
 								     : v->rx_mr->lkey, v->rd_k)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a READ: %s",
-				      l->peer, strerror(errno));
+				      oxr_link_peer(l), strerror(errno));
 			goto io;
 		}
 		goto again;
@@ -710,10 +711,10 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 			goto again;
 		if (buf != v->rd_dst) {
 			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the reader moved "
-				      "its buffer during a rendezvous read (an oxr bug)", l->peer);
+				      "its buffer during a rendezvous read (an oxr bug)", oxr_link_peer(l));
 			goto io;
 		}
-		oxr_rcache_put(g->ctx->rcache, v->rd_mr);
+		oxr_rcache_put(oxr_vctx(g)->rcache, v->rd_mr);
 		v->rd_mr = NULL;
 		k = v->rd_k;
 		v->rd_off += k;
@@ -754,7 +755,7 @@ io:
 
 ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
-	struct vlink *v = l->v;
+	struct vlink *v = vl(l);
 	size_t got = 0;
 
 	while (v->rx_ready && got < n) {
@@ -816,8 +817,8 @@ static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len
 
 ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov)
 {
-	struct vlink *v = l->v;
-	size_t total = 0, ioff = 0, rndv = g->ctx->vrndv;
+	struct vlink *v = vl(l);
+	size_t total = 0, ioff = 0, rndv = oxr_vctx(g)->rndv;
 	int i = 0;
 
 	if (v->sd_wait) { /* the caller comes back at the piece the peer is reading */
@@ -898,9 +899,9 @@ int oxr_vlink_buffered(const struct vlink *v)
 }
 
 oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
-			 struct oxr_vmr **out, uint64_t *addr, uint32_t *rkey)
+			 struct oxr_prov_mr **out, uint64_t *addr, uint32_t *rkey)
 {
-	struct oxr_vmr *m = calloc(1, sizeof(*m));
+	struct oxr_prov_mr *m = calloc(1, sizeof(*m));
 
 	if (!m)
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
@@ -921,7 +922,7 @@ oxr_status_t oxr_vmr_reg(oxr_group *g, void *base, size_t len, int remote_write,
 	return OXR_OK;
 }
 
-void oxr_vmr_revoke(struct oxr_vmr *m)
+void oxr_vmr_revoke(struct oxr_prov_mr *m)
 {
 	if (m && m->mr) {
 		oxr_vdereg_mr(m->mr);
@@ -929,7 +930,7 @@ void oxr_vmr_revoke(struct oxr_vmr *m)
 	}
 }
 
-void oxr_vmr_dereg(struct oxr_vmr *m)
+void oxr_vmr_dereg(struct oxr_prov_mr *m)
 {
 	if (!m)
 		return;
@@ -943,9 +944,9 @@ void oxr_vmr_dereg(struct oxr_vmr *m)
 static int drained(void *arg)
 {
 	struct link *l = arg;
-	struct vlink *v = l->v;
+	struct vlink *v = vl(l);
 
-	if (l->state != LINK_OPEN)
+	if (!oxr_link_up(l))
 		return 1;
 	if (v->unsig && v->sq_posted < v->sq_depth && post_flush(v))
 		return 1; /* the QP broke: nothing more will complete */
@@ -962,7 +963,7 @@ void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
 /* Writes still in flight finish before the QP goes (an isend followed by exit). */
 void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
 {
-	if (l->v && l->state == LINK_OPEN)
+	if (vl(l) && oxr_link_up(l))
 		(void)oxr_progress_until(g, drained, l, timeout_ms);
 }
 
@@ -973,11 +974,11 @@ static int wc_peer(oxr_group *g, const struct ibv_wc *wc)
 {
 	int peer = WR_PEER(wc->wr_id), p;
 
-	if (peer >= 0 && peer < g->size && g->links[peer].v &&
-	    g->links[peer].v->qp->qp_num == wc->qp_num)
+	if (peer >= 0 && peer < g->size && vl(oxr_link_at(g, peer)) &&
+	    vl(oxr_link_at(g, peer))->qp->qp_num == wc->qp_num)
 		return peer;
 	for (p = 0; p < g->size; p++)
-		if (g->links[p].v && g->links[p].v->qp->qp_num == wc->qp_num)
+		if (vl(oxr_link_at(g, p)) && vl(oxr_link_at(g, p))->qp->qp_num == wc->qp_num)
 			return p;
 	return -1; /* of a QP already gone */
 }
@@ -990,12 +991,12 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 	*rd = *wr = 0;
 	if (peer < 0)
 		return;
-	l = &g->links[peer];
-	v = l->v;
+	l = oxr_link_at(g, peer);
+	v = vl(l);
 	if (wc->status != IBV_WC_SUCCESS) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR || l->state == LINK_OPEN)
+		if (wc->status != IBV_WC_WR_FLUSH_ERR || oxr_link_up(l))
 			oxr_link_fail(g, l, OXR_ERR_PEER, "verbs link to rank %d (%s) failed: %s "
-				      "(peer gone, or a write outside its memory)", peer, l->addr,
+				      "(peer gone, or a write outside its memory)", peer, oxr_link_addr(l),
 				      ibv_wc_status_str(wc->status));
 		return;
 	}
@@ -1055,9 +1056,9 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	uint8_t want[32];
 
 	*progress = 0;
-	if (!g->vg)
+	if (!g->pgroup)
 		return OXR_OK;
-	n = ibv_poll_cq(g->vg->cq, 32, wc);
+	n = ibv_poll_cq(vgr(g)->cq, 32, wc);
 	if (n < 0)
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
 	for (i = 0; i < n; i++) {
@@ -1073,22 +1074,20 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	}
 	/* then move each link once, however many of its completions came */
 	for (i = 0; i < n; i++) {
-		int peer = peers[i];
+		struct link *l;
 		uint8_t w = want[i];
-		if (peer < 0)
+		if (peers[i] < 0)
 			continue;
 		for (j = i + 1; j < n; j++)
-			if (peers[j] == peer) {
+			if (peers[j] == peers[i]) {
 				w |= want[j];
 				want[j] = 0;
 			}
-		if (g->links[peer].state == LINK_OPEN && g->links[peer].v &&
-		    g->links[peer].v->fin_owed)
-			post_fin(g, &g->links[peer]);
-		if ((w & 1) && g->links[peer].state == LINK_OPEN)
-			oxr_link_read(g, &g->links[peer]);
-		if ((w & 2) && g->links[peer].state == LINK_OPEN && g->links[peer].sq_head)
-			oxr_link_write(g, &g->links[peer]);
+		l = oxr_link_at(g, peers[i]);
+		if (oxr_link_up(l) && vl(l) && vl(l)->fin_owed)
+			post_fin(g, l);
+		if (w)
+			oxr_link_ready(g, l, w & 1, w & 2);
 	}
 	*progress = n;
 	return OXR_OK;
@@ -1098,9 +1097,9 @@ int oxr_vgroup_arm(oxr_group *g)
 {
 	int n = 0;
 
-	if (!g->vg)
+	if (!g->pgroup)
 		return 0;
-	if (ibv_req_notify_cq(g->vg->cq, 0))
+	if (ibv_req_notify_cq(vgr(g)->cq, 0))
 		return 0;
 	/* a completion that came between the last poll and the arming raises no event */
 	if (oxr_vgroup_poll(g, &n))
@@ -1113,9 +1112,9 @@ void oxr_vgroup_event(oxr_group *g)
 	struct ibv_cq *cq;
 	void *cqctx;
 
-	while (g->vg && ibv_get_cq_event(g->vg->ch, &cq, &cqctx) == 0)
-		if (++g->vg->unacked >= 64) {
-			ibv_ack_cq_events(g->vg->cq, g->vg->unacked);
-			g->vg->unacked = 0;
+	while (g->pgroup && ibv_get_cq_event(vgr(g)->ch, &cq, &cqctx) == 0)
+		if (++vgr(g)->unacked >= 64) {
+			ibv_ack_cq_events(vgr(g)->cq, vgr(g)->unacked);
+			vgr(g)->unacked = 0;
 		}
 }

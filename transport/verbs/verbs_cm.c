@@ -26,6 +26,7 @@
 
 #include "oxr_internal.h"
 #include "verbs_dev.h"
+#include "tcp/tcp_socket.h" /* the link's socket: where to connect */
 #include "verbs_link.h"
 
 #define TAG_CM 0x4d52584fu /* "OXRM" */
@@ -94,8 +95,8 @@ static oxr_status_t move_qp(oxr_group *g, struct rdma_cm_id *id, struct ibv_qp *
 			return oxr_err(OXR_ERR_IO, "rdma_init_qp_attr(%s): %s", i ? "RTS" : "RTR",
 				       strerror(errno));
 		if (states[i] == IBV_QPS_RTS) {
-			a.timeout = (uint8_t)g->ctx->vtimeout;
-			a.retry_cnt = (uint8_t)g->ctx->vretry;
+			a.timeout = (uint8_t)oxr_vctx(g)->timeout;
+			a.retry_cnt = (uint8_t)oxr_vctx(g)->retry;
 		}
 		if (ibv_modify_qp(qp, &a, mask))
 			return oxr_err(OXR_ERR_IO, "verbs: QP to %s by rdma_cm: %s", i ? "RTS" : "RTR",
@@ -124,7 +125,7 @@ static oxr_status_t parse_addr(const char *text, int port, struct sockaddr_stora
 static oxr_status_t own_addr(oxr_group *g, char *out, size_t n)
 {
 	const char *e = g->ctx->params.rdma_addr;
-	const uint8_t *gid = g->ctx->vdev->gid.raw;
+	const uint8_t *gid = oxr_vctx(g)->dev.gid.raw;
 	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 	if (e && *e) {
@@ -134,7 +135,7 @@ static oxr_status_t own_addr(oxr_group *g, char *out, size_t n)
 	if (memcmp(gid, v4map, 12))
 		return oxr_err(OXR_ERR_INVAL, "OXR_VERBS_CM=rdmacm: the GID of %s is not an IPv4 "
 			       "one; set OXR_RDMA_ADDR to the address of its interface",
-			       g->ctx->vdev->name);
+			       oxr_vctx(g)->dev.name);
 	snprintf(out, n, "%u.%u.%u.%u", gid[12], gid[13], gid[14], gid[15]);
 	return OXR_OK;
 }
@@ -143,10 +144,10 @@ static oxr_status_t same_device(oxr_group *g, struct rdma_cm_id *id)
 {
 	const char *name = id->verbs ? ibv_get_device_name(id->verbs->device) : "none";
 
-	if (strcmp(name, g->ctx->vdev->name) || id->port_num != g->ctx->vdev->port)
+	if (strcmp(name, oxr_vctx(g)->dev.name) || id->port_num != oxr_vctx(g)->dev.port)
 		return oxr_err(OXR_ERR_INVAL, "rdma_cm: the address is on %s port %u, but this "
 			       "rank uses %s port %u (OXR_RDMA_ADDR or OXR_DEVICE)", name,
-			       id->port_num, g->ctx->vdev->name, g->ctx->vdev->port);
+			       id->port_num, oxr_vctx(g)->dev.name, oxr_vctx(g)->dev.port);
 	return OXR_OK;
 }
 

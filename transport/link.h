@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The insides of a link, for the generic layer only (progress.c, group.c,
+ * revoke.c, shrink.c, window.c ...).  Providers see a link through
+ * provider.h's accessors, never these fields.
+ */
+#ifndef OXR_LINK_H
+#define OXR_LINK_H
+
+#include <sys/uio.h>
+
+#include "transport_impl.h"
+
+/* A message waiting to be written: a gather list over `mem` and the CMO. */
+struct sendop {
+	struct sendop *next;
+	void *mem;
+	struct iovec *iov;
+	int niov, cur;  /* cur: first iovec not fully written */
+	size_t left;    /* bytes still to write */
+	oxr_req *req;   /* completed when written; NULL for oxr_send */
+	oxr_status_t st;
+	int done;
+	int orphan;     /* its request was freed first: free it when written */
+	int started;    /* some bytes are written: it must be finished, not dropped */
+	int revoked;    /* the group was revoked meanwhile: it completes with that */
+	int internal;   /* the library's own (a ball of a reset, a revoke): never dropped */
+	struct iovec one;   /* a small frame: its only iovec, over small */
+	uint8_t small[128]; /* OX_DATA of a 100-byte string, a command, a ball */
+};
+
+struct recvq {
+	struct recvq *next;
+	oxr_rmsg *m;
+	size_t bytes;
+};
+
+enum link_state { LINK_NONE, LINK_OPEN, LINK_FAILED };
+
+struct link {
+	int fd, state, mode, order, peer;
+	int orderly;            /* the peer closed between messages */
+	char addr[64];          /* the peer's address, for messages */
+	oxr_status_t err;
+	char errmsg[256];
+	/* receiving */
+	oxr_decoder *dec;
+	oxr_arena *arena;       /* of the message being decoded */
+	uint8_t *rbuf;
+	size_t rlen, roff;
+	struct recvq *rq_head, *rq_tail;
+	size_t rq_bytes;
+	/* sending */
+	struct sendop *sq_head, *sq_tail;
+	uint32_t events;        /* what epoll watches for now */
+	/* the transport of the stream (provider.h); fd stays open under any,
+	 * its end is the peer's */
+	const struct oxr_link_ops *ops;
+	void *priv;
+	/* puts (window.c): a stream put lands when the peer reads it, a
+	 * one-sided put when the peer's device writes it; so a one-sided put
+	 * waits until the peer acknowledged a fence behind every stream put
+	 * before it */
+	int puts_unfenced;
+	uint32_t fence_sent, fence_acked;
+	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
+	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
+	int bye;                /* the peer said it leaves: its end is no failure */
+	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */
+	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
+	int sh_round[2];        /* their round + 1 (0: none) */
+};
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a provider may call (provider.h): the handlers for what happened on
+ * its links, and read-only views of a link.  Providers never see struct
+ * link itself, so a change of the generic layer's insides stays here.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "oxr_internal.h"
+#include "link.h"
+#include "provider.h"
+
+void oxr_link_ready(oxr_group *g, struct link *l, int readable, int writable)
+{
+	if (readable && l->state == LINK_OPEN)
+		oxr_link_read(g, l);
+	if (writable && l->state == LINK_OPEN && l->sq_head)
+		oxr_link_write(g, l);
+}
+
+void oxr_link_socket_end(oxr_group *g, struct link *l, ssize_t k)
+{
+	int e = errno;
+
+	if (l->state != LINK_OPEN)
+		return;
+	if (oxr_link_buffered(l)) /* what the stream delivered before the end comes first */
+		oxr_link_read(g, l);
+	if (l->state != LINK_OPEN)
+		return;
+	if (k == 0 && oxr_decoder_pending(l->dec) == 0 && !oxr_link_buffered(l)) {
+		l->orderly = 1;
+		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) closed by the peer",
+			      l->peer, l->addr);
+	} else {
+		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
+			      l->addr, k < 0 ? strerror(e) : k == 0 ? "the peer went away in "
+			      "the middle of a message" : "bytes on the socket under its stream");
+	}
+}
+
+struct link *oxr_link_at(oxr_group *g, int peer)
+{
+	return &g->links[peer];
+}
+
+void *oxr_link_priv(const struct link *l)
+{
+	return l->priv;
+}
+
+const struct oxr_link_ops *oxr_link_ops_of(const struct link *l)
+{
+	return l->ops;
+}
+
+int oxr_link_peer(const struct link *l)
+{
+	return l->peer;
+}
+
+int oxr_link_fd(const struct link *l)
+{
+	return l->fd;
+}
+
+const char *oxr_link_addr(const struct link *l)
+{
+	return l->addr;
+}
+
+int oxr_link_up(const struct link *l)
+{
+	return l->state == LINK_OPEN;
+}
+
+int oxr_link_is_auth(const struct link *l)
+{
+	return l->mode == OXR_LINK_AUTH;
+}
+
+int oxr_link_sending(const struct link *l)
+{
+	return l->sq_head != NULL;
+}
+
+const char *oxr_link_error(const struct link *l)
+{
+	return l->errmsg;
+}
+
+oxr_status_t oxr_link_err(const struct link *l)
+{
+	return l->err;
+}
