@@ -524,20 +524,14 @@ static oxr_status_t step_ox(struct oxr_decoder *d)
 		case OXR_OX_COMMAND:
 		case OXR_OX_DATA:
 		case OXR_OX_SYNC_BALL:
-		case OXR_OX_PRIVATE_WIN:
-		case OXR_OX_PRIVATE_PUT:
-		case OXR_OX_PRIVATE_REVOKE:
-		case OXR_OX_PRIVATE_BYE:
-		case OXR_OX_PRIVATE_SHRINK:
-		case OXR_OX_PRIVATE_BEAT:
-		case OXR_OX_PRIVATE_FENCE:
-		case OXR_OX_PRIVATE_WQP:
 			break;
 		case OXR_OX_LOCAL_OBJECT_ASIR:
 			return fail(d, OXR_ERR_UNSUPPORTED, at,
 				    "OX_LOCAL_OBJECT_ASIR (asir bsave data) cannot be decoded; "
 				    "ask the peer for CMO data");
 		default:
+			if (oxr_ox_is_private(d->msg.tag))
+				break; /* the transport's own: its frames.c judges them */
 			return fail(d, OXR_ERR_PROTO, at, "unknown OX tag %" PRId32 " (0x%" PRIx32 ")",
 				    d->msg.tag, (uint32_t)d->msg.tag);
 		}

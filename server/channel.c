@@ -3,7 +3,7 @@
  * An engine's channels to its master, opened as OpenXM's ox launcher opens
  * them (oxr-server --listen / --connect): plain TCP, and optionally the
  * launcher's one-time password, PW and a NUL written by whoever connects and
- * checked by the other side.  The sockets are the transport's (tcp_link.c).
+ * checked by the other side.  The sockets are the transport's (tcp/tcp_socket.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "oxr/oxr.h"
+#include "frames.h" /* the transport's private frame tags: forged frames */
 #include "oxr/transport.h"
 #include "link_pair.h"
 #include "test_util.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "oxr/oxr.h"
+#include "frames.h" /* the transport's private frame tags: forged frames */
 #include "link_pair.h"
 #include "run_child.h"
 

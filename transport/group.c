@@ -166,7 +166,7 @@ static oxr_status_t check_link(oxr_group *g, int peer_rank, int mode, int accept
 	    (peer_rank < 0 && (!acceptor || mode == OXR_LINK_OPENXM)))
 		return oxr_err(OXR_ERR_INVAL, "%s: bad peer rank %d or mode %d (rank %d of %d)",
 			       what, peer_rank, mode, g->rank, g->size);
-	if (peer_rank >= 0 && g->links[peer_rank].state == LINK_OPEN)
+	if (peer_rank >= 0 && link_up(&g->links[peer_rank]))
 		return oxr_err(OXR_ERR_INVAL, "%s: a link to rank %d is already open", what,
 			       peer_rank);
 	if (*timeout_ms < 0)
@@ -240,7 +240,7 @@ oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank
 
 int oxr_link_is_open(const oxr_group *g, int peer)
 {
-	return peer >= 0 && peer < g->size && g->links[peer].state == LINK_OPEN;
+	return peer >= 0 && peer < g->size && link_up(&g->links[peer]);
 }
 
 const char *oxr_link_transport(const oxr_group *g, int peer)
@@ -296,7 +296,7 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 		st = op->st;
 	/* a revoke that dropped the send leaves this link's message empty: say
 	 * who revoked, or which rank failed, as a receive would */
-	if (st == OXR_ERR_REVOKED && g->revoked && !g->links[peer].errmsg[0])
+	if (st == OXR_ERR_REVOKED && g->epoch_revoked && !g->links[peer].errmsg[0])
 		st = oxr_err(OXR_ERR_REVOKED, "send to rank %d: %s", peer, g->revoke_msg);
 	else if (st)
 		oxr_err_keep(g->links[peer].errmsg);
@@ -314,13 +314,13 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
 {
 	if (!l->rq_head) {
-		oxr_err_keep(l->state == LINK_FAILED ? l->errmsg : "no link");
-		return l->state == LINK_FAILED ? l->err : OXR_ERR_INVAL;
+		oxr_err_keep(link_down(l) ? l->errmsg : "no link");
+		return link_down(l) ? l->err : OXR_ERR_INVAL;
 	}
 	*out = oxr_link_take(l);
 	/* Below the bound again: bytes already buffered must be decoded now,
 	 * since epoll will not report them a second time. */
-	if (l->state == LINK_OPEN && oxr_link_buffered(l))
+	if (link_up(l) && oxr_link_buffered(l))
 		oxr_link_read(g, l);
 	else
 		oxr_link_update_events(g, l);
@@ -335,7 +335,7 @@ static void match_posted(oxr_group *g, int peer)
 	struct link *l = &g->links[peer];
 	oxr_req **pp = &g->posted, *r;
 
-	while (*pp && (l->rq_head || l->state != LINK_OPEN)) {
+	while (*pp && (l->rq_head || !link_up(l))) {
 		r = *pp;
 		if (r->peer != peer) {
 			pp = &r->next_posted;
@@ -369,12 +369,12 @@ static int have_msg(void *arg)
 	struct link *l = &w->g->links[w->peer];
 
 	match_posted(w->g, w->peer);
-	return l->rq_head || l->state != LINK_OPEN;
+	return l->rq_head || !link_up(l);
 }
 
 static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
 {
-	if (g->revoked && !g->resetting)
+	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, what);
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "%s: rank %d is not a peer of rank %d (group of %d)",
@@ -446,7 +446,7 @@ static void try_recv(oxr_req *r)
 {
 	if (r->done || r->is_send)
 		return;
-	if (r->g->revoked) {
+	if (r->g->epoch_revoked) {
 		unpost(r);
 		r->st = oxr_revoked_err(r->g, "irecv");
 		r->done = 1;
@@ -469,7 +469,7 @@ static oxr_status_t req_status(oxr_req *r)
 {
 	char what[48];
 
-	if (r->st == OXR_ERR_REVOKED && r->g->revoked) {
+	if (r->st == OXR_ERR_REVOKED && r->g->epoch_revoked) {
 		snprintf(what, sizeof(what), "%s rank %d", r->is_send ? "send to" : "receive from",
 			 r->peer);
 		return oxr_revoked_err(r->g, what);
@@ -556,7 +556,7 @@ oxr_status_t oxr_group_progress(oxr_group *g)
 
 	/* a loop that polls memory and calls this learns of a revoke here; the
 	 * links still moved (a reset's balls and frames must get through) */
-	if (st == OXR_OK && g->revoked && !g->resetting)
+	if (st == OXR_OK && oxr_group_stopped(g))
 		return oxr_revoked_err(g, "progress");
 	return st;
 }

@@ -35,11 +35,20 @@ struct recvq {
 	size_t bytes;
 };
 
-enum link_state { LINK_NONE, LINK_OPEN, LINK_FAILED };
+/*
+ * A link's life, moved only by oxr_link_to (link_handle.c checks the step):
+ *   NONE -> OPEN               attached (progress.c)
+ *   OPEN -> LEAVING            the peer said BYE: its end will be no failure
+ *   OPEN | LEAVING -> ENDED    the peer closed between messages
+ *   OPEN | LEAVING -> FAILED   broken, refused, timed out, or closed by us
+ *   any -> NONE                freed (oxr_link_close)
+ * OPEN and LEAVING carry traffic (link_up); ENDED and FAILED keep the
+ * reason for the calls that ask (link_down).
+ */
+enum link_state { LINK_NONE, LINK_OPEN, LINK_LEAVING, LINK_ENDED, LINK_FAILED };
 
 struct link {
 	int fd, state, mode, order, peer;
-	int orderly;            /* the peer closed between messages */
 	char addr[64];          /* the peer's address, for messages */
 	oxr_status_t err;
 	char errmsg[256];
@@ -65,10 +74,24 @@ struct link {
 	uint32_t fence_sent, fence_acked;
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
-	int bye;                /* the peer said it leaves: its end is no failure */
 	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */
 	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
 	int sh_round[2];        /* their round + 1 (0: none) */
 };
+
+static inline int link_up(const struct link *l)
+{
+	return l->state == LINK_OPEN || l->state == LINK_LEAVING;
+}
+
+static inline int link_down(const struct link *l)
+{
+	return l->state == LINK_ENDED || l->state == LINK_FAILED;
+}
+
+/* link_handle.c: the one place a link's state changes (see above). */
+void oxr_link_to(struct link *l, enum link_state to);
+/* The peer closed l between messages (how groups end): ENDED, not FAILED. */
+void oxr_link_closed_by_peer(oxr_group *g, struct link *l);
 
 #endif

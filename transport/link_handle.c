@@ -5,6 +5,7 @@
  * link itself, so a change of the generic layer's insides stays here.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "oxr_internal.h"
@@ -13,26 +14,42 @@
 
 void oxr_link_ready(oxr_group *g, struct link *l, int readable, int writable)
 {
-	if (readable && l->state == LINK_OPEN)
+	if (readable && link_up(l))
 		oxr_link_read(g, l);
-	if (writable && l->state == LINK_OPEN && l->sq_head)
+	if (writable && link_up(l) && l->sq_head)
 		oxr_link_write(g, l);
+}
+
+/* from \ to:  NONE OPEN LEAVING ENDED FAILED */
+static const unsigned char steps[5][5] = {
+	[LINK_NONE]    = { 1, 1, 0, 0, 0 },
+	[LINK_OPEN]    = { 1, 0, 1, 1, 1 },
+	[LINK_LEAVING] = { 1, 0, 0, 1, 1 },
+	[LINK_ENDED]   = { 1, 0, 0, 0, 0 },
+	[LINK_FAILED]  = { 1, 0, 0, 0, 0 },
+};
+
+void oxr_link_to(struct link *l, enum link_state to)
+{
+	if (!steps[l->state][to]) /* an oxr bug: said loudly, the step is not taken */
+		fprintf(stderr, "oxr: internal error: link to rank %d cannot go from state %d "
+			"to %d\n", l->peer, l->state, (int)to);
+	else
+		l->state = to;
 }
 
 void oxr_link_socket_end(oxr_group *g, struct link *l, ssize_t k)
 {
 	int e = errno;
 
-	if (l->state != LINK_OPEN)
+	if (!link_up(l))
 		return;
 	if (oxr_link_buffered(l)) /* what the stream delivered before the end comes first */
 		oxr_link_read(g, l);
-	if (l->state != LINK_OPEN)
+	if (!link_up(l))
 		return;
 	if (k == 0 && oxr_decoder_pending(l->dec) == 0 && !oxr_link_buffered(l)) {
-		l->orderly = 1;
-		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) closed by the peer",
-			      l->peer, l->addr);
+		oxr_link_closed_by_peer(g, l);
 	} else {
 		oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
 			      l->addr, k < 0 ? strerror(e) : k == 0 ? "the peer went away in "
@@ -72,7 +89,7 @@ const char *oxr_link_addr(const struct link *l)
 
 int oxr_link_up(const struct link *l)
 {
-	return l->state == LINK_OPEN;
+	return link_up(l);
 }
 
 int oxr_link_is_auth(const struct link *l)

@@ -62,7 +62,7 @@ static int rank_wanted(const oxr_group *g, int want, uint32_t claimed)
 		return 0;
 	if (want >= 0)
 		return (int)claimed == want;
-	return (int)claimed > g->rank && g->links[claimed].state != LINK_OPEN;
+	return (int)claimed > g->rank && !link_up(&g->links[claimed]);
 }
 
 static oxr_status_t auth_acceptor(oxr_group *g, int fd, int *peer, const char *addr,

@@ -69,21 +69,18 @@ static int fd_stream(const struct link *l)
 	return l->ops && (l->ops->caps & OXR_LINK_CAP_FD_STREAM);
 }
 
-void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
+/* l ends (to: ENDED or FAILED) with st and the message already in errmsg. */
+static void link_end(oxr_group *g, struct link *l, oxr_status_t st, enum link_state to)
 {
 	struct sendop *op, *next;
-	va_list ap;
+	int leaving = l->state == LINK_LEAVING;
 
-	if (l->state == LINK_FAILED)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
-	va_end(ap);
 	l->err = st;
-	l->state = LINK_FAILED;
+	oxr_link_to(l, to);
 	if (fd_stream(l))
 		g->fd_links--;
-	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : l->orderly ? OXR_LOG_INFO : OXR_LOG_WARN,
+	oxr_log(g->ctx, st == OXR_ERR_CLOSED ? OXR_LOG_DEBUG : to == LINK_ENDED ? OXR_LOG_INFO
+										: OXR_LOG_WARN,
 		"rank %d: %s", g->rank, l->errmsg);
 	if (l->fd >= 0) {
 		epoll_ctl(g->epfd, EPOLL_CTL_DEL, l->fd, NULL);
@@ -95,7 +92,29 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 		complete_send(op, st);
 	}
 	l->sq_head = l->sq_tail = NULL;
-	oxr_revoke_failed(g, l); /* a rank that did not say BYE failed: the group knows */
+	if (!leaving) /* a rank that did not say BYE failed: the group knows */
+		oxr_revoke_failed(g, l);
+}
+
+void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!link_up(l))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
+	va_end(ap);
+	link_end(g, l, st, LINK_FAILED);
+}
+
+void oxr_link_closed_by_peer(oxr_group *g, struct link *l)
+{
+	if (!link_up(l))
+		return;
+	snprintf(l->errmsg, sizeof(l->errmsg), "link to rank %d (%s) closed by the peer", l->peer,
+		 l->addr);
+	link_end(g, l, OXR_ERR_PEER, LINK_ENDED);
 }
 
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
@@ -105,7 +124,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
 	oxr_status_t st;
 
-	if (l->state == LINK_OPEN) {
+	if (link_up(l)) {
 		close(fd);
 		destroy_priv(g, ops, priv);
 		return oxr_err(OXR_ERR_INVAL, "a link to rank %d is already open", peer);
@@ -135,7 +154,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	l->mode = mode;
 	l->order = order;
 	l->events = EPOLLIN;
-	l->state = LINK_OPEN;
+	oxr_link_to(l, LINK_OPEN);
 	l->last_rx = l->last_tx = oxr_now_ms();
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s) open",
@@ -146,7 +165,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 
 void oxr_link_drain(oxr_group *g, struct link *l)
 {
-	if (l->state == LINK_OPEN && l->ops->drain)
+	if (link_up(l) && l->ops->drain)
 		l->ops->drain(g, l, 1000);
 }
 
@@ -186,7 +205,7 @@ void oxr_link_update_events(oxr_group *g, struct link *l)
 {
 	struct epoll_event ev = { .data.u32 = (uint32_t)l->peer };
 
-	if (l->state != LINK_OPEN)
+	if (!link_up(l))
 		return;
 	/* the socket under another provider's stream only ever tells the
 	 * peer's end; that provider does the flow control */
@@ -214,7 +233,7 @@ static oxr_status_t enqueue_msg(oxr_group *g, struct link *l)
 	/* revoked: this epoch's messages are discarded; a peer's ball starts
 	 * what a reset keeps, or, from a peer above on an OpenXM link, the
 	 * reset itself (see revoke.c) */
-	if (g->revoked && !ball && !l->ball_queued && !l->ball_seen &&
+	if (g->epoch_revoked && !ball && !l->ball_queued && !l->ball_seen &&
 	    !oxr_link_new_epoch(g, l)) {
 		oxr_arena_reset(l->arena);
 		return OXR_OK;
@@ -251,7 +270,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 	 * calls here again. */
 	int drained = 0, big = 0;
 
-	while (l->state == LINK_OPEN && l->rq_bytes < g->ctx->recv_queue_bytes) {
+	while (link_up(l) && l->rq_bytes < g->ctx->recv_queue_bytes) {
 		size_t used;
 		oxr_status_t st;
 
@@ -274,10 +293,8 @@ void oxr_link_read(oxr_group *g, struct link *l)
 			if (k <= 0) {
 				uint64_t at = oxr_decoder_pending(l->dec);
 				if (k == 0 && at == 0) {
-					l->orderly = 1; /* between messages: how groups end */
-					oxr_link_fail(g, l, OXR_ERR_PEER,
-						      "link to rank %d (%s) closed by the peer", l->peer,
-						      l->addr);
+					/* between messages: how groups end */
+					oxr_link_closed_by_peer(g, l);
 				} else {
 					oxr_link_fail(g, l, OXR_ERR_PEER,
 						      "link to rank %d (%s) broke%s%s (after %llu bytes of "
@@ -331,7 +348,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 
 void oxr_link_write(oxr_group *g, struct link *l)
 {
-	while (l->state == LINK_OPEN && l->sq_head) {
+	while (link_up(l) && l->sq_head) {
 		struct sendop *op = l->sq_head;
 		int niov = op->niov - op->cur;
 		ssize_t k;
@@ -394,7 +411,7 @@ static void heartbeat(oxr_group *g)
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		oxr_ox_msg beat = { .tag = OXR_OX_PRIVATE_BEAT, .cmo = oxr_cmo_null() };
-		if (p == g->rank || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+		if (p == g->rank || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
 		if (away) {
 			l->last_rx = now;
@@ -452,7 +469,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * writable when a third of the buffer is free. */
 	if (timeout_ms == 0 && !g->pgroup && g->size == 2 && g->fd_links == 1) {
 		struct link *l = &g->links[1 - g->rank];
-		if (l->state == LINK_OPEN && !l->sq_head) {
+		if (link_up(l) && !l->sq_head) {
 			if (l->events & EPOLLIN)
 				oxr_link_read(g, l);
 			return OXR_OK;
@@ -469,7 +486,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		}
 		l = &g->links[ev[i].data.u32];
 		if (!fd_stream(l) && (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
-			if (l->state == LINK_OPEN)
+			if (link_up(l))
 				l->ops->fd_event(g, l);
 			continue;
 		}
@@ -503,7 +520,7 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 		int64_t t;
 		/* a revoke ends every wait of the epoch, even one whose event came
 		 * with it (a peer's reset ball right behind its revoke) */
-		if (g->revoked && !g->resetting && !g->hold_revoke)
+		if (oxr_group_stopped(g) && !g->hold_revoke)
 			return oxr_revoked_err(g, "wait");
 		/* a send, once offered, finishes (its bytes may be half out) */
 		if (g->ctx->intr && *g->ctx->intr && !g->hold_revoke && !done(arg))
@@ -547,25 +564,26 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 	return OXR_OK;
 }
 
-oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
-			    struct sendop **out)
+/* internal: the library's own frame, which goes in a revoked epoch too */
+static oxr_status_t queue(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
+			  struct sendop **out, int internal)
 {
 	struct link *l;
 	struct sendop *op;
 	oxr_ox_msg framed;
 	oxr_status_t st;
 
-	if (g->revoked && !g->resetting)
+	if (!internal && oxr_group_stopped(g))
 		return oxr_revoked_err(g, "send");
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "send: rank %d is not a peer of rank %d (group of %d)",
 			       peer, g->rank, g->size);
 	l = &g->links[peer];
-	if (l->state == LINK_FAILED) {
+	if (link_down(l)) {
 		oxr_err_keep(l->errmsg);
 		return l->err;
 	}
-	if (l->state != LINK_OPEN)
+	if (!link_up(l))
 		return oxr_err(OXR_ERR_INVAL, "send: no link from rank %d to rank %d is open",
 			       g->rank, peer);
 	if ((op = g->spare_op)) { /* the one oxr_send kept */
@@ -595,6 +613,12 @@ oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req
 	return OXR_OK;
 }
 
+oxr_status_t oxr_queue_send(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *req,
+			    struct sendop **out)
+{
+	return queue(g, peer, m, req, out, 0);
+}
+
 oxr_status_t oxr_queue_internal(oxr_group *g, int peer, const oxr_ox_msg *m)
 {
 	struct sendop *op = NULL; /* set when st is OXR_OK; gcc cannot tell once inlined */
@@ -602,9 +626,7 @@ oxr_status_t oxr_queue_internal(oxr_group *g, int peer, const oxr_ox_msg *m)
 
 	/* the library's own frames go in a revoked group too, and are never
 	 * dropped; nobody waits for them: freed when written */
-	g->resetting++;
-	st = oxr_queue_send(g, peer, m, NULL, &op);
-	g->resetting--;
+	st = queue(g, peer, m, NULL, &op, 1);
 	if (st)
 		return st;
 	op->orphan = op->internal = 1;
@@ -645,7 +667,7 @@ void oxr_link_revoke_queues(oxr_group *g, struct link *l)
 	if (!l->ball_seen) /* after the peer's ball everything is of the next epoch */
 		while (l->rq_head && l->rq_head->m->msg.tag != OXR_OX_SYNC_BALL)
 			oxr_rmsg_free(oxr_link_take(l));
-	if (g->resetting)
+	if (oxr_group_in_reset(g))
 		return; /* what we queued before our ball is discarded by the peer anyway */
 	for (pp = &l->sq_head; (op = *pp);) {
 		if (op->internal) {

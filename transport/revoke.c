@@ -50,8 +50,8 @@ uint64_t oxr_group_id(const oxr_group *g) { return g->gid; }
 int oxr_group_revoked(const oxr_group *g, const char **why)
 {
 	if (why)
-		*why = g->revoked ? g->revoke_msg : NULL;
-	return g->revoked;
+		*why = g->epoch_revoked ? g->revoke_msg : NULL;
+	return g->epoch_revoked;
 }
 
 oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what)
@@ -89,9 +89,9 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 	va_list ap;
 	int p;
 
-	if (g->revoked)
+	if (g->epoch_revoked)
 		return;
-	g->revoked = 1;
+	oxr_group_mark_revoked(g);
 	g->revoke_st = OXR_ERR_REVOKED;
 	va_start(ap, fmt);
 	vsnprintf(g->revoke_msg, sizeof(g->revoke_msg), fmt, ap);
@@ -100,14 +100,14 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 		(unsigned long long)g->gid, g->epoch, g->revoke_msg);
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
-		if (p == g->rank || l->state != LINK_OPEN)
+		if (p == g->rank || !link_up(l))
 			continue;
 		oxr_link_revoke_queues(g, l);
 	}
 	oxr_windows_revoked(g);
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
-		if (p == g->rank || p == from || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+		if (p == g->rank || p == from || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
 		if (send_revoke(g, p, origin))
 			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: forwarding the revoke to rank %d: %s",
@@ -117,7 +117,7 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 
 oxr_status_t oxr_group_revoke(oxr_group *g)
 {
-	if (!g->revoked)
+	if (!g->epoch_revoked)
 		oxr_revoke_local(g, -1, g->rank, "group revoked by rank %d (epoch %u)", g->rank,
 				 g->epoch);
 	return OXR_OK;
@@ -125,7 +125,7 @@ oxr_status_t oxr_group_revoke(oxr_group *g)
 
 void oxr_revoke_failed(oxr_group *g, struct link *l)
 {
-	if (g->revoked || g->destroying || l->bye || l->mode != OXR_LINK_AUTH)
+	if (g->epoch_revoked || oxr_group_closing(g) || l->mode != OXR_LINK_AUTH)
 		return;
 	g->revoke_failed = l->peer;
 	oxr_revoke_local(g, l->peer, g->rank, "rank %d failed: %s (the group is revoked: "
@@ -138,11 +138,11 @@ void oxr_say_bye(oxr_group *g)
 {
 	int p;
 
-	g->destroying = 1;
+	(void)oxr_group_enter(g, OXR_GA_CLOSING);
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_BYE };
-		if (p == g->rank || l->state != LINK_OPEN || l->mode != OXR_LINK_AUTH)
+		if (p == g->rank || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
 		oxr_arena_reset(g->scratch);
 		/* a revoked group still says goodbye */
@@ -161,7 +161,8 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	if (l->mode != OXR_LINK_AUTH)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr revoke on an OpenXM link", l->peer);
 	if (m->tag == OXR_OX_PRIVATE_BYE) { /* its end that follows is no failure */
-		l->bye = 1;
+		if (l->state == LINK_OPEN)
+			oxr_link_to(l, LINK_LEAVING);
 		return OXR_OK;
 	}
 	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 5)
@@ -182,16 +183,16 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	/* an old epoch's revoke, or one more of this epoch's, is dropped before
 	 * its ranks are looked at: a shrink may have renumbered the group since,
 	 * so they may lie outside it now */
-	if ((v[2] == g->epoch && g->revoked) ||
-	    (v[2] != g->epoch && !(v[2] == g->epoch + 1 && g->resetting && l->ball_seen))) {
+	if ((v[2] == g->epoch && g->epoch_revoked) ||
+	    (v[2] != g->epoch && !(v[2] == g->epoch + 1 && oxr_group_in_reset(g) && l->ball_seen))) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a revoke of epoch %u from rank %d dropped "
 			"(this rank is at %u%s)", g->rank, v[2], l->peer, g->epoch,
-			g->revoked ? ", revoked already" : "");
+			g->epoch_revoked ? ", revoked already" : "");
 		return OXR_OK;
 	}
 	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size || failed < -1 || failed >= g->size)
 		goto bad;
-	if (v[2] == g->epoch && failed >= 0 && !g->revoked) {
+	if (v[2] == g->epoch && failed >= 0 && !g->epoch_revoked) {
 		g->revoke_failed = failed;
 		oxr_revoke_local(g, l->peer, (int)v[3], "rank %d failed (seen by rank %d; the group "
 				 "is revoked: oxr_group_reset once it is back, or a new group of the "
@@ -245,7 +246,7 @@ int oxr_link_new_epoch(const oxr_group *g, const struct link *l)
 {
 	/* no ball comes on it: once this rank is in the reset (drop_from_above
 	 * has run), what arrives was sent after the peer had our ball */
-	return g->resetting && !ball_in(g, l->peer);
+	return oxr_group_in_reset(g) && !ball_in(g, l->peer);
 }
 
 /* Every open link that owes a ball has given it: what came before it is
@@ -267,7 +268,7 @@ static int all_balls(void *arg)
 			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
 			oxr_rmsg_free(m);
 		}
-		if ((!owed || !l->ball_seen) && l->state == LINK_FAILED) {
+		if ((!owed || !l->ball_seen) && link_down(l)) {
 			if (b->st == OXR_OK) {
 				b->st = OXR_ERR_PEER;
 				snprintf(b->msg, sizeof(b->msg), "reset: %s (a reset needs every "
@@ -310,31 +311,31 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	oxr_status_t st = OXR_OK;
 	int p;
 
-	g->resetting = 1;
+	if ((st = oxr_group_enter(g, OXR_GA_RESETTING)))
+		return st;
 	g->revoke_next = 0;
 	for (p = 0; p < g->size; p++)
 		g->links[p].ball_seen = 0;
 	drop_from_above(g);
 	/* a ball already queued (the peer entered the reset first) counts in all_balls */
 	for (p = 0; p < g->size && st == OXR_OK; p++)
-		if (p != g->rank && g->links[p].state == LINK_OPEN && ball_out(g, p))
+		if (p != g->rank && link_up(&g->links[p]) && ball_out(g, p))
 			st = oxr_queue_internal(g, p, &ball);
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
 	if (st == OXR_OK && b.st)
 		st = oxr_err(b.st, "%s", b.msg);
 	if (st) {
-		g->resetting = 0;
+		oxr_group_leave(g);
 		return st;
 	}
-	g->epoch++;
-	g->revoked = 0;
+	oxr_group_next_epoch(g);
 	g->revoke_st = OXR_OK;
 	g->revoke_failed = -1;
 	if (!g->revoke_next)
 		g->revoke_msg[0] = 0;
 	st = oxr_windows_rekey(g, timeout_ms);
-	g->resetting = 0;
+	oxr_group_leave(g);
 	for (p = 0; p < g->size; p++) {
 		g->links[p].ball_seen = 0;
 		/* the old epoch's stream puts are in or refused: no fence owed */

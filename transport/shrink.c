@@ -113,7 +113,7 @@ static int round_done(void *arg)
 	if (g->sh_commit)
 		return 1;
 	for (p = 0; p < g->size; p++)
-		if (p != g->rank && has(x->alive, p) && g->links[p].state == LINK_OPEN &&
+		if (p != g->rank && has(x->alive, p) && link_up(&g->links[p]) &&
 		    g->links[p].sh_round[x->round & 1] != x->round + 1)
 			return 0;
 	return 1;
@@ -143,7 +143,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		struct round_wait x = { g, alive, round };
 		int same = 1;
 		for (p = 0; p < g->size; p++)
-			if (p != g->rank && has(alive, p) && g->links[p].state == LINK_OPEN &&
+			if (p != g->rank && has(alive, p) && link_up(&g->links[p]) &&
 			    (st = send_shrink(g, p, round, PROPOSE, alive)))
 				return st;
 		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
@@ -158,7 +158,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 			size_t i;
 			if (p == g->rank || !has(alive, p))
 				continue;
-			if (l->state != LINK_OPEN) {
+			if (!link_up(l)) {
 				drop_rank(alive, p);
 				same = 0;
 				continue;
@@ -171,7 +171,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		}
 		if (same) {
 			for (p = 0; p < g->size; p++)
-				if (p != g->rank && has(alive, p) && g->links[p].state == LINK_OPEN)
+				if (p != g->rank && has(alive, p) && link_up(&g->links[p]))
 					(void)send_shrink(g, p, round, COMMIT, alive);
 			break;
 		}
@@ -213,7 +213,7 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 			}
 			if (nl[n].priv && nl[n].ops->renumber)
 				nl[n].ops->renumber(nl[n].priv, n);
-			if (nl[n].state == LINK_OPEN && (nl[n].ops->caps & OXR_LINK_CAP_FD_STREAM))
+			if (link_up(&nl[n]) && (nl[n].ops->caps & OXR_LINK_CAP_FD_STREAM))
 				g->fd_links++;
 		}
 		n++;
@@ -236,11 +236,15 @@ oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
 	if (!alive)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
 	for (p = 0; p < g->size; p++)
-		if (p == g->rank || g->links[p].state == LINK_OPEN)
+		if (p == g->rank || link_up(&g->links[p]))
 			alive[p / 8] |= (uint8_t)(1u << (p % 8));
-	g->resetting++; /* a revoked group may still agree */
+	/* a revoked group may still agree */
+	if ((st = oxr_group_enter(g, OXR_GA_SHRINKING))) {
+		free(alive);
+		return st;
+	}
 	st = agree(g, alive, timeout_ms);
-	g->resetting--;
+	oxr_group_leave(g);
 	free_shrink_state(g);
 	if (st == OXR_OK) {
 		g->sh_closed = 1;

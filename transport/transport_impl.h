@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "oxr/transport.h"
+#include "frames.h"
 
 enum oxr_log_level { OXR_LOG_ERROR, OXR_LOG_WARN, OXR_LOG_INFO, OXR_LOG_DEBUG };
 
@@ -46,6 +47,11 @@ struct listener {
 	int fd, port;
 };
 
+/* What a group is doing (group_state.c holds the transitions). */
+enum oxr_gact { OXR_GA_NONE, OXR_GA_RESETTING, OXR_GA_SHRINKING, OXR_GA_CLOSING, OXR_GA_N };
+/* The state a user sees: the epoch's revoke and the activity together. */
+enum oxr_gstate { OXR_GS_OPEN, OXR_GS_REVOKED, OXR_GS_RESETTING, OXR_GS_SHRINKING, OXR_GS_CLOSING };
+
 struct oxr_group {
 	oxr_ctx *ctx;
 	int size, rank;
@@ -70,14 +76,14 @@ struct oxr_group {
 	uint64_t fd_moved;      /* bytes read and written on sockets: a wait spins while they move */
 	/* revoke and reset (revoke.c) */
 	uint64_t gid;           /* with the epoch, what a revoke names */
-	int revoked;            /* in the current epoch */
-	int resetting;          /* inside oxr_group_reset: its own waits go on */
+	/* the state (group_state.c writes these two, nothing else does) */
+	int epoch_revoked;      /* the current epoch is revoked */
+	enum oxr_gact act;      /* a reset, a shrink's agreement, a close */
 	int hold_revoke;        /* a wait that must finish its bytes whatever happens */
 	int revoke_next;        /* a revoke of the epoch the running reset leads to */
 	int revoke_origin;      /* its origin */
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
-	int destroying;         /* oxr_group_destroy: links end on purpose */
 	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
 	int sh_closed;          /* shrink: decided here, late frames are dropped */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
@@ -174,6 +180,20 @@ void oxr_windows_free(oxr_group *g);
 /* 1 and the address and rkey peer gave for its window id, if it gave them
  * (a provider with puts); for tests that write where oxr_put would not. */
 int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t *rkey);
+
+/* group_state.c: the group's activity changes (an error when the table
+ * forbids it); a revoke of the epoch; the next epoch (not revoked). */
+oxr_status_t oxr_group_enter(oxr_group *g, enum oxr_gact to);
+void oxr_group_leave(oxr_group *g);
+void oxr_group_mark_revoked(oxr_group *g);
+void oxr_group_next_epoch(oxr_group *g);
+enum oxr_gstate oxr_group_state(const oxr_group *g);
+/* Inside a reset or a shrink: their waits and frames go through a revoke. */
+int oxr_group_in_reset(const oxr_group *g);
+/* Revoked and not in a reset: waits and new operations fail. */
+int oxr_group_stopped(const oxr_group *g);
+/* oxr_group_destroy runs: links end on purpose, no end is a failure. */
+int oxr_group_closing(const oxr_group *g);
 
 /* frames.c: a private frame from link l to its handler (never queued). */
 oxr_status_t oxr_frame_dispatch(oxr_group *g, struct link *l, const oxr_ox_msg *m);

@@ -137,7 +137,7 @@ static int have_all_descs(void *arg)
 	int p;
 
 	for (p = 0; p < x->g->size; p++)
-		if (p != x->g->rank && x->g->links[p].state == LINK_OPEN &&
+		if (p != x->g->rank && link_up(&x->g->links[p]) &&
 		    x->g->links[p].mode == OXR_LINK_AUTH) {
 			struct rwin *r = find_rwin(x->g, p, x->id);
 			if (!r || r->epoch != x->g->epoch)
@@ -162,7 +162,7 @@ static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 		uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32),
 				  (uint32_t)w->len, (uint32_t)(w->addr >> 32), (uint32_t)w->addr,
 				  w->rkey };
-		if (p == g->rank || g->links[p].state != LINK_OPEN || g->links[p].mode != OXR_LINK_AUTH)
+		if (p == g->rank || !link_up(&g->links[p]) || g->links[p].mode != OXR_LINK_AUTH)
 			continue;
 		oxr_arena_reset(g->scratch);
 		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
@@ -267,7 +267,7 @@ static int fence_answered(void *arg)
 {
 	const struct link *l = arg;
 
-	return l->state != LINK_OPEN || (int32_t)(l->fence_acked - l->fence_sent) >= 0;
+	return !link_up(l) || (int32_t)(l->fence_acked - l->fence_sent) >= 0;
 }
 
 /* Every stream put sent to peer has landed once this returns OXR_OK. */
@@ -281,7 +281,7 @@ static oxr_status_t fence(oxr_group *g, int peer)
 	if ((st = send_private(g, peer, OXR_OX_PRIVATE_FENCE, ints(g->scratch, 3, v, 0))) ||
 	    (st = oxr_progress_until(g, fence_answered, l, -1)))
 		return st;
-	if (l->state != LINK_OPEN) {
+	if (!link_up(l)) {
 		oxr_err_keep(l->errmsg);
 		return l->err ? l->err : OXR_ERR_PEER;
 	}
@@ -314,7 +314,7 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 {
 	struct rwin *r = peer >= 0 && peer < g->size ? find_rwin(g, peer, id) : NULL;
 
-	if (g->revoked && !g->resetting)
+	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, "put");
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
@@ -474,7 +474,7 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	off = (uint64_t)v[2] << 32 | v[3];
 	if (!w)
 		{ refuse(g, l, "no such window (destroyed?)", v[0]); return; }
-	if (g->revoked)
+	if (g->epoch_revoked)
 		{ refuse(g, l, "the group is revoked", v[0]); return; }
 	if (v[1] != g->epoch || w->epoch != g->epoch)
 		{ refuse(g, l, "stale epoch", v[0]); return; }

@@ -23,27 +23,24 @@ enum oxr_ox_tag {
 	OXR_OX_NOTIFY = 516,
 	OXR_OX_DATA_WITH_SIZE = 521,
 	OXR_OX_LOCAL_OBJECT_ASIR = 0x7fcdef30,
-	/* oxr's own, in the OX_PRIVATE range, only on OXR_LINK_AUTH links; the
-	 * body is one CMO, as for OX_DATA.  Windows: a descriptor, a put; a
-	 * group's revoke; a rank leaving the group on purpose; a shrink; a
-	 * heartbeat. */
-	OXR_OX_PRIVATE_WIN = 0x7fff0101,
-	OXR_OX_PRIVATE_PUT = 0x7fff0102,
-	OXR_OX_PRIVATE_REVOKE = 0x7fff0103,
-	OXR_OX_PRIVATE_BYE = 0x7fff0104,
-	OXR_OX_PRIVATE_SHRINK = 0x7fff0105,
-	OXR_OX_PRIVATE_BEAT = 0x7fff0106, /* a heartbeat: "still here" (OXR_HEARTBEAT_MS) */
-	OXR_OX_PRIVATE_FENCE = 0x7fff0107, /* puts: "tell me when all before this landed" */
-	OXR_OX_PRIVATE_WQP = 0x7fff0108, /* verbs: a window QP's offer or readiness */
+	/* A range of the OX_PRIVATE space the codec passes through, each frame
+	 * with one CMO body as OX_DATA: the transport's own frames, only on
+	 * OXR_LINK_AUTH links (transport/frames.h names them; the codec knows
+	 * none of them). */
+	OXR_OX_PRIVATE_FIRST = 0x7fff0100,
+	OXR_OX_PRIVATE_LAST = 0x7fff01ff,
 };
 
-/* 1 if frames with this tag carry one CMO body (OX_DATA and oxr's own). */
+/* 1 if tag is in the transport's private range. */
+static inline int oxr_ox_is_private(int32_t tag)
+{
+	return tag >= OXR_OX_PRIVATE_FIRST && tag <= OXR_OX_PRIVATE_LAST;
+}
+
+/* 1 if frames with this tag carry one CMO body (OX_DATA and the private range). */
 static inline int oxr_ox_has_cmo(int32_t tag)
 {
-	return tag == OXR_OX_DATA || tag == OXR_OX_PRIVATE_WIN || tag == OXR_OX_PRIVATE_PUT ||
-	       tag == OXR_OX_PRIVATE_REVOKE || tag == OXR_OX_PRIVATE_BYE ||
-	       tag == OXR_OX_PRIVATE_SHRINK || tag == OXR_OX_PRIVATE_BEAT ||
-	       tag == OXR_OX_PRIVATE_FENCE || tag == OXR_OX_PRIVATE_WQP;
+	return tag == OXR_OX_DATA || oxr_ox_is_private(tag);
 }
 
 enum oxr_sm {
