@@ -96,21 +96,9 @@ for ((k = 1; k <= runs; k++)); do
 	fi
 done
 
-# field FILE SECTION KEY BYTES: one number of a JSON row (bench_pingpong
-# writes one row a line).
-field() {
-	awk -v sec="\"$2\"" -v key="\"$3\"" -v bytes="$4" '
-		index($0, sec ":") { in_sec = 1; next }
-		/^  \]/ { in_sec = 0 }
-		in_sec && index($0, "{\"bytes\": " bytes ",") {
-			i = index($0, key ": ")
-			if (i) {
-				s = substr($0, i + length(key) + 2)
-				sub(/[,}].*/, "", s)
-				print s
-			}
-		}' "$1"
-}
+# field FILE SECTION KEY BYTES (bench/json_field.sh)
+# shellcheck source=bench/json_field.sh
+. "$(dirname "$0")/json_field.sh"
 
 # best IMPL SECTION KEY BYTES min|max: the best of that figure over the runs.
 best() {

@@ -72,8 +72,9 @@ Test(verbs, puts_at_random_offsets_and_sizes_land_exactly)
 	random_puts_test(0);
 }
 
-/* every put by RDMA WRITE, the small ones too, into a window in the memory
- * oxr_win_alloc takes near the device */
+/* every put straight into the window (OXR_VERBS_PUT_INLINE=0: no put's
+ * bytes go through the target's inbox), into memory oxr_win_alloc takes
+ * near the device */
 Test(verbs, puts_all_by_rdma_write_land_exactly)
 {
 	setenv("OXR_VERBS_PUT_INLINE", "0", 1);
@@ -132,8 +133,8 @@ struct two_puts {
 	char err[256];
 };
 
-/* 16 bytes in the stream, then 1024 by RDMA WRITE over them */
-static void *stream_then_rdma(void *arg)
+/* 16 bytes through the target's inbox, then 1024 by RDMA WRITE over them */
+static void *inbox_then_direct(void *arg)
 {
 	struct two_puts *x = arg;
 
@@ -148,10 +149,11 @@ static void *stream_then_rdma(void *arg)
 }
 
 /*
- * A stream put is copied in when the target reads it, an RDMA put lands
- * when it arrives: with the target not reading, the RDMA put behind the
- * stream one would land first and be overwritten.  The fence keeps them in
- * order: the window ends with the second put's bytes.
+ * A small put's bytes are copied in from the inbox when the target takes
+ * its record, a direct put lands when it arrives: with the target not
+ * reading, the direct put behind the small one would land first and be
+ * overwritten.  The inbox fence keeps them in order: the window ends with
+ * the second put's bytes.
  */
 static void no_overtaking(int nonotify)
 {
@@ -166,7 +168,7 @@ static void no_overtaking(int nonotify)
 	x.g = p.b;
 	memset(x.small, 0xaa, sizeof(x.small));
 	memset(x.big, 0x55, sizeof(x.big));
-	pthread_create(&t, NULL, stream_then_rdma, &x);
+	pthread_create(&t, NULL, inbox_then_direct, &x);
 	usleep(300000); /* the target reads nothing meanwhile */
 	cr_assert_eq(oxr_win_wait(wa.w, 30000, &n), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(n.value, 1);
@@ -188,14 +190,122 @@ static void no_overtaking(int nonotify)
 	free_pair(&p);
 }
 
-Test(verbs, an_rdma_put_never_overtakes_an_earlier_stream_put)
+Test(verbs, a_direct_put_never_overtakes_an_earlier_inbox_put)
 {
 	no_overtaking(0);
 }
 
-Test(verbs, a_nonotify_put_never_overtakes_an_earlier_stream_put)
+Test(verbs, a_nonotify_put_never_overtakes_an_earlier_inbox_put)
 {
 	no_overtaking(1);
+}
+
+/* Every put record rank 0 took from rank 1, as rank 0 counts them. */
+static uint64_t refused_after(struct pair *p, uint64_t before)
+{
+	int i;
+
+	for (i = 0; i < 20000 && oxr_group_puts_refused(p->a) == before; i++) {
+		cr_assert_eq(oxr_group_progress(p->a), OXR_OK, "%s", oxr_errmsg());
+		usleep(100);
+	}
+	return oxr_group_puts_refused(p->a);
+}
+
+/*
+ * A put record the origin's own checks would never send (a lying peer):
+ * past the window's end, an epoch that is not the target's, a window that
+ * does not exist, a direct put whose length does not fit.  The target
+ * refuses each before a byte lands (counted), the link and the window QP
+ * go on, and an honest put still lands with its note.
+ */
+Test(verbs, a_put_record_the_origin_did_not_check_is_refused_by_the_target)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	uint8_t *mem = calloc(1, 2 * 4096), zero[4096] = { 0 }, junk[64];
+	struct oxr_put_note bad;
+	struct link *l;
+	oxr_win_note n;
+	uint64_t addr, before;
+	uint32_t rkey, e;
+
+	verbs_pair(&p);
+	windows(&p, &wa, &wb, mem, 4096);
+	memset(junk, 0x5a, sizeof(junk));
+	l = oxr_link_at(p.b, 0);
+	cr_assert_eq(oxr_put(p.b, 0, 3, 0, junk, 8, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(oxr_win_remote(p.b, 0, 3, &addr, &rkey));
+	memset(mem, 0, 4096);
+	e = oxr_group_epoch(p.b);
+	before = oxr_group_puts_refused(p.a);
+	bad = (struct oxr_put_note){ .id = 3, .epoch = e, .value = 2, .offset = 4096 - 8 };
+	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
+	cr_assert_eq(before = refused_after(&p, before), 1, "past the end: refused");
+	bad = (struct oxr_put_note){ .id = 3, .epoch = e + 1, .value = 3, .offset = 0 };
+	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
+	cr_assert_eq(before = refused_after(&p, before), 2, "another epoch: refused");
+	bad = (struct oxr_put_note){ .id = 99, .epoch = e, .value = 4, .offset = 0 };
+	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
+	cr_assert_eq(before = refused_after(&p, before), 3, "no such window: refused");
+	cr_assert(!memcmp(mem, zero, 4096), "not a byte landed");
+	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "and no note came");
+	cr_assert(oxr_link_is_open(p.a, 1) && oxr_link_is_open(p.b, 0), "the link goes on");
+	cr_assert(!oxr_group_revoked(p.a, NULL) && !oxr_group_revoked(p.b, NULL));
+	cr_assert_eq(oxr_put(p.b, 0, 3, 100, junk, 16, 5), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 5);
+	cr_assert_eq(n.offset, 100);
+	cr_assert(!memcmp(mem + 100, junk, 16), "an honest put still lands");
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(mem);
+	free(wb.base);
+	free_pair(&p);
+}
+
+/*
+ * A put returns before its write completed; what the origin sends after
+ * it must still not overtake it: when the target has the message, the
+ * put's bytes are in its window and its note is queued.  Small puts
+ * (through the inbox) and large ones (direct), many times.
+ */
+Test(verbs, a_message_after_a_put_never_overtakes_it)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	size_t wlen = 1u << 16;
+	uint8_t *src = malloc(wlen);
+	oxr_arena *ar = NULL;
+	oxr_win_note n;
+	int i;
+
+	verbs_pair(&p);
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	windows(&p, &wa, &wb, calloc(1, wlen), wlen);
+	for (i = 0; i < 200; i++) {
+		size_t len = i % 4 == 3 ? wlen : 8 + (size_t)i;
+		oxr_ox_msg m = { .tag = OXR_OX_DATA };
+		oxr_rmsg *r = NULL;
+		memset(src, (uint8_t)(i + 1), len);
+		cr_assert_eq(oxr_put(p.b, 0, 3, 0, src, len, (uint32_t)i), OXR_OK, "%s", oxr_errmsg());
+		m.cmo = oxr_cmo_new_int32(ar, i);
+		cr_assert_eq(oxr_send(p.b, 0, &m), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_recv(p.a, 1, 10000, &r), OXR_OK, "%s", oxr_errmsg());
+		oxr_rmsg_free(r);
+		cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_OK, "put %d: its note is there with the "
+			     "message after it", i);
+		cr_assert_eq(n.value, (uint32_t)i);
+		cr_assert_eq(((uint8_t *)wa.base)[len - 1], (uint8_t)(i + 1), "put %d's bytes", i);
+	}
+	oxr_win_destroy(wa.w);
+	oxr_win_destroy(wb.w);
+	free(wa.base);
+	free(wb.base);
+	free(src);
+	oxr_arena_destroy(ar);
+	free_pair(&p);
 }
 
 /*

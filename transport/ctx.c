@@ -86,7 +86,6 @@ oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
 	c->heartbeat_ms = (int)p->heartbeat_ms;
 	c->recv_queue_bytes = (size_t)p->recv_queue_bytes;
 	oxr_cmo_limits_from_params(p, &c->limits);
-	c->put_inline = (size_t)p->verbs_put_inline;
 	if ((st = local_cc(c)) ||
 	    (st = oxr_provider_choose(c, p->transport ? oxr_params_transport_name(p->transport)
 						      : NULL))) {

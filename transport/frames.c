@@ -26,8 +26,7 @@ static const struct {
 	frame_fn fn;
 } frames[] = {
 	{ OXR_OX_PRIVATE_WIN, oxr_window_frame },   /* a window's descriptor */
-	{ OXR_OX_PRIVATE_PUT, oxr_window_frame },   /* a put, or a one-sided put's note */
-	{ OXR_OX_PRIVATE_FENCE, oxr_window_frame }, /* puts: all before this landed? */
+	{ OXR_OX_PRIVATE_PUT, oxr_window_frame },   /* a put in the stream */
 	{ OXR_OX_PRIVATE_REVOKE, oxr_revoke_frame },
 	{ OXR_OX_PRIVATE_BYE, oxr_revoke_frame },
 	{ OXR_OX_PRIVATE_SHRINK, oxr_shrink_frame },

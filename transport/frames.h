@@ -12,12 +12,12 @@
 
 enum {
 	OXR_OX_PRIVATE_WIN = OXR_OX_PRIVATE_FIRST + 1,    /* a window's descriptor */
-	OXR_OX_PRIVATE_PUT = OXR_OX_PRIVATE_FIRST + 2,    /* a put, or a one-sided put's note */
+	OXR_OX_PRIVATE_PUT = OXR_OX_PRIVATE_FIRST + 2,    /* a put in the stream */
 	OXR_OX_PRIVATE_REVOKE = OXR_OX_PRIVATE_FIRST + 3, /* a group's revoke */
 	OXR_OX_PRIVATE_BYE = OXR_OX_PRIVATE_FIRST + 4,    /* a rank leaves the group on purpose */
 	OXR_OX_PRIVATE_SHRINK = OXR_OX_PRIVATE_FIRST + 5, /* a shrink round */
 	OXR_OX_PRIVATE_BEAT = OXR_OX_PRIVATE_FIRST + 6,   /* "still here" (OXR_HEARTBEAT_MS) */
-	OXR_OX_PRIVATE_FENCE = OXR_OX_PRIVATE_FIRST + 7,  /* puts: "tell me when all before landed" */
+	/* + 7: retired (a put fence, before puts on verbs left the stream) */
 	OXR_OX_PRIVATE_WQP = OXR_OX_PRIVATE_FIRST + 8,    /* verbs: a window QP's offer or readiness */
 };
 

@@ -66,12 +66,6 @@ struct link {
 	 * its end is the peer's */
 	const struct oxr_link_ops *ops;
 	void *priv;
-	/* puts (window.c): a stream put lands when the peer reads it, a
-	 * one-sided put when the peer's device writes it; so a one-sided put
-	 * waits until the peer acknowledged a fence behind every stream put
-	 * before it */
-	int puts_unfenced;
-	uint32_t fence_sent, fence_acked;
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */

@@ -31,6 +31,12 @@
 struct link;
 struct oxr_prov_mr; /* a provider's registration of window memory */
 
+/* What a put's note says, besides who wrote and how many bytes. */
+struct oxr_put_note {
+	uint32_t id, epoch, value; /* window, the origin's epoch, the notify value */
+	uint64_t offset;
+};
+
 /* What a link's ops can do. */
 enum {
 	/* the stream is the socket itself: epoll's readiness drives reads and
@@ -64,6 +70,12 @@ struct oxr_link_ops {
 	 * lands later; a refusal fails the put, not the link */
 	oxr_status_t (*put)(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
 			    const void *src, size_t len);
+	/* OXR_LINK_CAP_PUT: the same with its note (libfabric's fi_writedata):
+	 * the target's provider hands the note to oxr_put_landed.  Returns once
+	 * src may be reused; puts of a link land in the order they were made,
+	 * and before anything the link sends after them. */
+	oxr_status_t (*put_note)(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
+				 const void *src, size_t len, const struct oxr_put_note *n);
 };
 
 #define OXR_OFFER_MAX 64 /* bytes of a provider's link offer, at most */
@@ -134,6 +146,13 @@ void oxr_link_ready(oxr_group *g, struct link *l, int readable, int writable);
 /* l failed: records why, completes its requests, revokes the group. */
 void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* A put with its note arrived on l: len bytes, in data (NULL: the device
+ * wrote them into the window already).  Checked (window, epoch, bounds)
+ * before a byte is copied; a refusal is counted and logged, l goes on. */
+void oxr_put_landed(oxr_group *g, struct link *l, const struct oxr_put_note *n, uint64_t len,
+		    const void *data, int notify);
+/* A put that came on l is not landed: counted and logged, l goes on. */
+void oxr_put_refused(oxr_group *g, struct link *l, uint32_t id, const char *why);
 /* The socket under l read k (0: EOF; <0: error, with errno): the peer's end. */
 void oxr_link_socket_end(oxr_group *g, struct link *l, ssize_t k);
 

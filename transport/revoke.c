@@ -338,8 +338,6 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	oxr_group_leave(g);
 	for (p = 0; p < g->size; p++) {
 		g->links[p].ball_seen = 0;
-		/* the old epoch's stream puts are in or refused: no fence owed */
-		g->links[p].puts_unfenced = 0;
 		oxr_link_note_balls(&g->links[p]);
 	}
 	if (st == OXR_OK && g->revoke_next) {

@@ -23,7 +23,6 @@ struct oxr_ctx {
 	const struct oxr_provider *prov; /* what offers to carry the links (provider.h) */
 	void *pctx;              /* its context (a device) */
 	int prov_required;       /* OXR_TRANSPORT named it: no silent fall back to tcp */
-	size_t put_inline;       /* puts up to this size travel in the stream */
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
 	char local_cc[16];       /* OXR_TCP_LOCAL_CC: congestion control of same-host links ("": the system's) */

@@ -1,31 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-sided windows.  Over TCP a put is a private OX frame whose CMO is
+ * One-sided windows.  On a link whose provider cannot put (tcp) a put is a
+ * private OX frame whose CMO is
  *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify, DATUM bytes]
- * and a descriptor one with LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo].
- * The bytes go out by reference (gather send), so a put copies nothing on
- * the origin; on the target they land with one copy out of the receive path.
+ * (no notify for oxr_put_nonotify) and a descriptor one with
+ * LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo].  The bytes go
+ * out by reference (gather send), so a put copies nothing on the origin; on
+ * the target they land with one copy out of the receive path.
  *
- * Over verbs the window is a memory region registered for remote write, and
- * its descriptor adds INT32 addr_hi, addr_lo, rkey; the bytes go by RDMA
- * WRITE straight into it (the HCA refuses anything outside the region), on
- * the link's window QP (verbs_wqp.c), and once the write completed the
- * frame that follows in the stream says they landed:
- *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify,
- *         INT32 len_hi, INT32 len_lo]
- * which the target accepts only from a verbs link.  Puts of at most
- * OXR_VERBS_PUT_INLINE bytes (default 256) take the first form on verbs too:
- * one write instead of two, which is most of a small put's latency.
- *
- * Order: the target sees every put land in the order they were made.  A
- * stream put is copied in when the target reads the frame, an RDMA put is
- * written by the HCA when it arrives, possibly before the target has read
- * an earlier stream put to the same bytes, which would then land second.
- * So an RDMA put that follows stream puts to the same peer first sends a
- * fence, LIST [INT32 epoch, INT32 seq, INT32 0], in the stream, and waits
- * for the target's answer, LIST [epoch, seq, 1], which the target sends
- * when it reads the fence, after every frame before it.  One round trip,
- * only when a peer's puts switch from the stream to RDMA.
+ * On a link that can put (verbs) the window is registered for remote write
+ * and its descriptor adds INT32 addr_hi, addr_lo, rkey; every put goes by
+ * the provider's own path, never the stream: put (no note; the device
+ * writes the bytes) or put_note (the note comes out of the target's
+ * provider, which calls oxr_put_landed: one RDMA WRITE WITH IMMEDIATE,
+ * verbs_wqp.c).  All of a link's puts take the one path, so they land in
+ * the order they were made.
  *
  * A revoke deregisters every window at once: an RDMA write of the revoked
  * epoch that comes late is refused by the HCA, and the reset registers the
@@ -263,51 +252,6 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
-static int fence_answered(void *arg)
-{
-	const struct link *l = arg;
-
-	return !link_up(l) || (int32_t)(l->fence_acked - l->fence_sent) >= 0;
-}
-
-/* Every stream put sent to peer has landed once this returns OXR_OK. */
-static oxr_status_t fence(oxr_group *g, int peer)
-{
-	struct link *l = &g->links[peer];
-	uint32_t v[3] = { g->epoch, ++l->fence_sent, 0 };
-	oxr_status_t st;
-
-	oxr_arena_reset(g->scratch);
-	if ((st = send_private(g, peer, OXR_OX_PRIVATE_FENCE, ints(g->scratch, 3, v, 0))) ||
-	    (st = oxr_progress_until(g, fence_answered, l, -1)))
-		return st;
-	if (!link_up(l)) {
-		oxr_err_keep(l->errmsg);
-		return l->err ? l->err : OXR_ERR_PEER;
-	}
-	l->puts_unfenced = 0;
-	return OXR_OK;
-}
-
-/* A fence is answered when read: every frame before it is in. */
-static void fence_frame(oxr_group *g, struct link *l, const oxr_cmo *c)
-{
-	uint32_t v[3];
-
-	if (!oxr_frame_ints(c, 3, 3, v) || v[0] != g->epoch || v[2] > 1) {
-		g->puts_refused++; /* a stale epoch's fence has nobody waiting */
-		return;
-	}
-	if (v[2]) {
-		l->fence_acked = v[1];
-		return;
-	}
-	v[2] = 1;
-	if (oxr_send_ints(g, l->peer, OXR_OX_PRIVATE_FENCE, 3, v))
-		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: answering rank %d's fence: %s", g->rank,
-			l->peer, oxr_errmsg());
-}
-
 /* The target's window a put may go to, or an error that says why not. */
 static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t offset, size_t len,
 			       struct rwin **out)
@@ -330,18 +274,6 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 	return OXR_OK;
 }
 
-/* A one-sided write into the peer's window (an RDMA WRITE), returned once
- * the peer's side has it.  An earlier put copied in at the target (one that
- * went in the stream) must not land over it later: a fence first (see Order). */
-static oxr_status_t rdma_put(oxr_group *g, int peer, const struct rwin *r, uint64_t offset,
-			     const void *src, size_t len)
-{
-	struct link *l = &g->links[peer];
-	oxr_status_t st = l->puts_unfenced ? fence(g, peer) : OXR_OK;
-
-	return st ? st : l->ops->put(g, l, r->addr + offset, r->rkey, src, len);
-}
-
 /* A put frame in the stream: LIST [id, epoch, offset, (notify,) DATUM],
  * the DATUM over the caller's bytes (they are written from where they are). */
 static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, const uint32_t *v,
@@ -356,9 +288,6 @@ static oxr_status_t stream_put(oxr_group *g, int peer, const struct rwin *r, con
 		return oxr_err(OXR_ERR_NOMEM, "put: out of memory");
 	*bytes = (oxr_cmo){ .tag = OXR_CMO_DATUM, .order = OXR_ORDER_HOST, .data = src, .len = len };
 	body->kids[nv] = bytes;
-	/* a later one-sided put must not overtake this one (see Order) */
-	if (r->rdma && len)
-		g->links[peer].puts_unfenced = 1;
 	return send_private(g, peer, OXR_OX_PRIVATE_PUT, body);
 }
 
@@ -371,17 +300,12 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 
 	if (st)
 		return st;
-	/* up to OXR_VERBS_PUT_INLINE bytes go in the stream: one write with
-	 * immediate instead of a write and its notification, checked at the
-	 * target before they land (what a round trip costs is the writes) */
-	if (r->rdma && can_put(&g->links[peer]) && len > g->ctx->put_inline) {
-		uint32_t n[7] = { id, g->epoch, (uint32_t)(offset >> 32), (uint32_t)offset, notify,
-				  (uint32_t)((uint64_t)len >> 32), (uint32_t)len };
+	if (r->rdma && can_put(&g->links[peer])) {
+		struct link *l = &g->links[peer];
+		struct oxr_put_note n = { .id = id, .epoch = g->epoch, .value = notify,
+					  .offset = offset };
 
-		if ((st = rdma_put(g, peer, r, offset, src, len)))
-			return st;
-		oxr_arena_reset(g->scratch);
-		return send_private(g, peer, OXR_OX_PRIVATE_PUT, ints(g->scratch, 7, n, 0));
+		return l->ops->put_note(g, l, r->addr + offset, r->rkey, src, len, &n);
 	}
 	return stream_put(g, peer, r, v, 5, src, len);
 }
@@ -396,8 +320,11 @@ oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offs
 	if (st)
 		return st;
 	/* no note to carry, so never the stream: the device lands every size */
-	if (r->rdma && can_put(&g->links[peer]))
-		return rdma_put(g, peer, r, offset, src, len);
+	if (r->rdma && can_put(&g->links[peer])) {
+		struct link *l = &g->links[peer];
+
+		return l->ops->put(g, l, r->addr + offset, r->rkey, src, len);
+	}
 	return stream_put(g, peer, r, v, 4, src, len);
 }
 
@@ -438,56 +365,59 @@ static oxr_status_t add_note(oxr_win *w, const oxr_win_note *n)
 	return OXR_OK;
 }
 
-static void refuse(oxr_group *g, struct link *l, const char *why, uint32_t id)
+void oxr_put_refused(oxr_group *g, struct link *l, uint32_t id, const char *why)
 {
 	g->puts_refused++;
 	oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: refused a window frame from rank %d for window %u: %s",
 		g->rank, l->peer, id, why);
 }
 
+void oxr_put_landed(oxr_group *g, struct link *l, const struct oxr_put_note *pn, uint64_t len,
+		    const void *data, int notify)
+{
+	oxr_win *w = find_win(g, pn->id);
+	oxr_win_note n;
+
+	if (!w)
+		{ oxr_put_refused(g, l, pn->id, "no such window (destroyed?)"); return; }
+	if (g->epoch_revoked)
+		{ oxr_put_refused(g, l, pn->id, "the group is revoked"); return; }
+	if (pn->epoch != g->epoch || w->epoch != g->epoch)
+		{ oxr_put_refused(g, l, pn->id, "stale epoch"); return; }
+	if (pn->offset > w->len || len > w->len - pn->offset)
+		{ oxr_put_refused(g, l, pn->id, "out of bounds"); return; }
+	if (data && len)
+		memcpy(w->base + pn->offset, data, len);
+	w->landed++;
+	if (!notify) /* oxr_put_nonotify's: it lands, and no note says so */
+		return;
+	n = (oxr_win_note){ .peer = l->peer, .value = pn->value, .offset = pn->offset,
+			    .len = (size_t)len };
+	if (add_note(w, &n))
+		oxr_put_refused(g, l, pn->id, "out of memory for the notification");
+}
+
+/* A put frame from the stream (a link that cannot put). */
 static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 {
-	uint32_t v[7];
-	const oxr_cmo *bytes = NULL;
-	oxr_win_note n;
-	oxr_win *w;
-	uint64_t off, len;
-	int nonotify = 0;
+	uint32_t v[5];
+	const oxr_cmo *bytes;
+	struct oxr_put_note pn;
+	int notify = 1;
 
 	if (oxr_frame_ints(o, 6, 5, v) && o->kids[5]->tag == OXR_CMO_DATUM) {
 		bytes = o->kids[5];
-		len = bytes->len;
 	} else if (oxr_frame_ints(o, 5, 4, v) && o->kids[4]->tag == OXR_CMO_DATUM) {
-		nonotify = 1; /* oxr_put_nonotify's: it lands, and no note says so */
+		notify = 0;
 		bytes = o->kids[4];
-		len = bytes->len;
-	} else if (oxr_frame_ints(o, 7, 7, v)) {
-		/* "landed by RDMA": only a link with puts can say that truthfully */
-		if (!can_put(l))
-			{ refuse(g, l, "an RDMA put note on a link without puts", v[0]); return; }
-		len = (uint64_t)v[5] << 32 | v[6];
+		v[4] = 0;
 	} else {
-		refuse(g, l, "malformed put", 0);
+		oxr_put_refused(g, l, 0, "malformed put");
 		return;
 	}
-	w = find_win(g, v[0]);
-	off = (uint64_t)v[2] << 32 | v[3];
-	if (!w)
-		{ refuse(g, l, "no such window (destroyed?)", v[0]); return; }
-	if (g->epoch_revoked)
-		{ refuse(g, l, "the group is revoked", v[0]); return; }
-	if (v[1] != g->epoch || w->epoch != g->epoch)
-		{ refuse(g, l, "stale epoch", v[0]); return; }
-	if (off > w->len || len > w->len - off)
-		{ refuse(g, l, "out of bounds", v[0]); return; }
-	if (bytes && len)
-		memcpy(w->base + off, bytes->data, len);
-	w->landed++;
-	if (nonotify)
-		return;
-	n = (oxr_win_note){ .peer = l->peer, .value = v[4], .offset = off, .len = (size_t)len };
-	if (add_note(w, &n))
-		refuse(g, l, "out of memory for the notification", v[0]);
+	pn = (struct oxr_put_note){ .id = v[0], .epoch = v[1], .value = v[4],
+				    .offset = (uint64_t)v[2] << 32 | v[3] };
+	oxr_put_landed(g, l, &pn, bytes->len, bytes->data, notify);
 }
 
 static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
@@ -497,12 +427,12 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 	struct rwin *r;
 
 	if (!oxr_frame_ints(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
-		{ refuse(g, l, "malformed descriptor", 0); return; }
+		{ oxr_put_refused(g, l, 0, "malformed descriptor"); return; }
 	r = find_rwin(g, l->peer, v[0]);
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
-			{ refuse(g, l, "out of memory", v[0]); return; }
+			{ oxr_put_refused(g, l, v[0], "out of memory"); return; }
 		r->next = g->rwins;
 		g->rwins = r;
 	}
@@ -578,8 +508,6 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 			       l->peer);
 	if (m->tag == OXR_OX_PRIVATE_PUT)
 		land_put(g, l, m->cmo);
-	else if (m->tag == OXR_OX_PRIVATE_FENCE)
-		fence_frame(g, l, m->cmo);
 	else
 		keep_desc(g, l, m->cmo);
 	return OXR_OK;

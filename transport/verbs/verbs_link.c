@@ -148,7 +148,8 @@ static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
 {
 	struct vgroup *vg = g->pgroup;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EPOLL_CQ };
-	int per_link = (int)(2 * oxr_vctx(g)->slots + ctl_wrs(oxr_vctx(g)->slots) + SQ_EXTRA + 4);
+	int per_link = (int)(2 * oxr_vctx(g)->slots + ctl_wrs(oxr_vctx(g)->slots) + SQ_EXTRA +
+			     OXR_VWQP_WRS);
 
 	if (vg) {
 		*out = vg;
@@ -821,6 +822,12 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 	size_t total = 0, ioff = 0, rndv = oxr_vctx(g)->rndv;
 	int i = 0;
 
+	/* a put before this must complete first: nothing the link sends later
+	 * may overtake it (verbs_wqp.c, Order) */
+	if (oxr_vwqp_busy(v)) {
+		errno = EAGAIN;
+		return -1;
+	}
 	if (v->sd_wait) { /* the caller comes back at the piece the peer is reading */
 		if (!niov || iov[0].iov_base != v->sd_ptr || iov[0].iov_len < v->sd_len) {
 			errno = EPROTO;
@@ -950,7 +957,7 @@ static int drained(void *arg)
 		return 1;
 	if (v->unsig && v->sq_posted < v->sq_depth && post_flush(v))
 		return 1; /* the QP broke: nothing more will complete */
-	return v->sq_posted == 0 && !v->sd_wait;
+	return v->sq_posted == 0 && !v->sd_wait && !oxr_vwqp_busy(v);
 }
 
 void oxr_vlink_destroy(oxr_group *g, struct vlink *v)
@@ -1062,7 +1069,8 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	if (n < 0)
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
 	for (i = 0; i < n; i++) {
-		if (WR_KIND(wc[i].wr_id) == WR_WIN) { /* the window QP's: not the stream's */
+		if (WR_KIND(wc[i].wr_id) == WR_WIN || WR_KIND(wc[i].wr_id) == WR_WINRECV) {
+			/* the window QP's: not the stream's */
 			oxr_vwqp_completion(g, &wc[i]);
 			peers[i] = -1;
 			want[i] = 0;

@@ -54,7 +54,7 @@ static inline struct vlink *vl(const struct link *l)
 /* What a work request is, in the low byte of its wr_id; the peer's rank in
  * the 32 bits above; a signaled stream WR's count of the WRs it releases
  * (verbs_link.c) in the 16 above those. */
-enum wr_kind { WR_DATA = 1, WR_RECV = 4, WR_CTL = 5, WR_READ = 6, WR_WIN = 7 };
+enum wr_kind { WR_DATA = 1, WR_RECV = 4, WR_CTL = 5, WR_READ = 6, WR_WIN = 7, WR_WINRECV = 8 };
 #define WR_ID(peer, kind) ((uint64_t)(uint32_t)(peer) << 8 | (kind))
 #define WR_KIND(id) ((int)((id)&0xff))
 #define WR_PEER(id) ((int)(uint32_t)((id) >> 8))
@@ -124,8 +124,18 @@ void oxr_vmr_dereg(struct oxr_prov_mr *m);
  * comes later); a refusal fails the write and the window QP, never l. */
 oxr_status_t oxr_vlink_write(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
 			     const void *src, size_t len);
-/* A window QP frame (LIST of INT32 [epoch, kind, qpn, psn]) from l's peer. */
-oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[4]);
+/* A window QP frame (LIST of 8 INT32, see verbs_wqp.c) from l's peer. */
+oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[8]);
+/* A put with its note (verbs_wqp.c: into the peer's inbox, or straight
+ * into its window with the record behind it). */
+oxr_status_t oxr_vlink_put_note(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
+				const void *src, size_t len, const struct oxr_put_note *n);
+/* 1 while writes posted on v's window QP have not completed: the stream
+ * waits (nothing sent later may overtake a put). */
+int oxr_vwqp_busy(const struct vlink *v);
+/* Completion queue entries a link's window QP may take: its send queue
+ * and the receives of its inbox. */
+#define OXR_VWQP_WRS (24 + 16 + 4)
 /* The group's epoch went up: every window QP of the old one goes, and an
  * offer of the new one that came early is taken now. */
 void oxr_vwqp_new_epoch(oxr_group *g);

@@ -119,6 +119,7 @@ static const struct oxr_link_ops v_link_ops = {
 	.destroy = v_destroy,
 	.renumber = v_renumber,
 	.put = oxr_vlink_write,
+	.put_note = oxr_vlink_put_note,
 };
 
 static void v_event(oxr_group *g, uint32_t key)
@@ -149,15 +150,15 @@ static oxr_status_t v_win_reg(oxr_group *g, void *base, size_t len, struct oxr_p
 	return oxr_vmr_reg(g, base, len, 1, mr, addr, rkey);
 }
 
-/* A window QP frame: LIST of INT32 [epoch, kind, qpn, psn] (verbs_wqp.c). */
+/* A window QP frame: LIST of 8 INT32 (verbs_wqp.c). */
 static oxr_status_t v_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
-	uint32_t v[4];
+	uint32_t v[8];
 
 	if (!oxr_link_is_auth(l))
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame on an OpenXM link",
 			       oxr_link_peer(l));
-	if (!oxr_frame_ints(m->cmo, 4, 4, v))
+	if (!oxr_frame_ints(m->cmo, 8, 8, v))
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed window QP frame",
 			       oxr_link_peer(l));
 	return oxr_vwqp_frame(g, l, v);
