@@ -418,6 +418,10 @@ static oxr_status_t tell_taken(struct link *l, struct vwqp *w, int force)
 	if ((!w->tell_owed && w->box_taken - w->box_told < BOX_SLOTS / 2) ||
 	    w->posted - w->completed >= WQP_SQ)
 		return OXR_OK; /* an owed one goes with the next completion */
+	/* every slot it may fill again has its receive WR first: never an RNR */
+	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
+		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
+	w->rq_owed = 0;
 	/* counts only grow: a later one read in its place says no less */
 	st64(src, w->box_taken);
 	wr.wr_id = WR_ID(oxr_link_peer(l), WR_WIN);
@@ -440,7 +444,7 @@ static oxr_status_t tell_taken(struct link *l, struct vwqp *w, int force)
 static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const struct ibv_wc *wc)
 {
 	uint32_t k = ntohl(wc->imm_data), kind;
-	const uint8_t *r = w->box + BOX_HEAD + (size_t)k * w->box_slot;
+	const uint8_t *r;
 	struct oxr_put_note n;
 	uint64_t len;
 
@@ -451,6 +455,7 @@ static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const stru
 			      (int)wc->opcode, k, wc->byte_len);
 		return;
 	}
+	r = w->box + BOX_HEAD + (size_t)k * w->box_slot;
 	kind = ld32(r);
 	n = (struct oxr_put_note){ .id = ld32(r + 4), .epoch = ld32(r + 8), .value = ld32(r + 12),
 				   .offset = ld64(r + 16) };
@@ -461,7 +466,8 @@ static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const stru
 	else if (kind != REC_FENCE || wc->byte_len != REC_LEN)
 		oxr_put_refused(g, l, n.id, "malformed put record");
 	w->box_taken++;
-	/* the receive WRs go back before the peer hears of the free slots */
+	/* receive WRs go back a batch at a time, and all before the peer hears
+	 * of the free slots (tell_taken) */
 	if (++w->rq_owed >= BOX_SLOTS / 4) {
 		if (post_recvs(l, w, w->rq_owed)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "verbs: receive WRs of a window QP: %s",
