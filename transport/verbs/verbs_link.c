@@ -822,12 +822,6 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 	size_t total = 0, ioff = 0, rndv = oxr_vctx(g)->rndv;
 	int i = 0;
 
-	/* a put before this must complete first: nothing the link sends later
-	 * may overtake it (verbs_wqp.c, Order) */
-	if (oxr_vwqp_busy(v)) {
-		errno = EAGAIN;
-		return -1;
-	}
 	if (v->sd_wait) { /* the caller comes back at the piece the peer is reading */
 		if (!niov || iov[0].iov_base != v->sd_ptr || iov[0].iov_len < v->sd_len) {
 			errno = EPROTO;

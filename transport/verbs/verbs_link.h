@@ -130,8 +130,8 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[8]);
  * into its window with the record behind it). */
 oxr_status_t oxr_vlink_put_note(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
 				const void *src, size_t len, const struct oxr_put_note *n);
-/* 1 while writes posted on v's window QP have not completed: the stream
- * waits (nothing sent later may overtake a put). */
+/* 1 while writes posted on v's window QP have not completed (a drain
+ * waits for them). */
 int oxr_vwqp_busy(const struct vlink *v);
 /* Completion queue entries a link's window QP may take: its send queue
  * and the receives of its inbox. */

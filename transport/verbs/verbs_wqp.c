@@ -44,11 +44,14 @@
  * progress engine.
  *
  * Order: the puts of a link go on one QP, so they land in order.  A put
- * with a note returns at once, and the link's stream sends nothing until
- * the window QP's writes have completed (oxr_vwqp_busy): what the origin
- * sends later cannot overtake a put, and the shared CQ gives the target
- * the put's completion before the later message's.  A put without a note
- * returns once the write completed (the peer's HCA has the bytes).
+ * returns once its write completed (the peer's HCA acknowledged it, after
+ * it placed the bytes and queued the record's completion), so what the
+ * origin sends later cannot overtake it.  In a ping-pong that wait costs
+ * nothing: the acknowledgement is back before the peer's answer.
+ *
+ * Waits on what the peer writes into this side's memory (the taken count:
+ * no completion says it changed) poll, and sleep 1 ms at a time at most
+ * (poll_until).
  *
  * Invariant: a byte lands in a window only through the window QP of the
  * current epoch and a registration of the window's current, unrevoked
@@ -510,9 +513,6 @@ void oxr_vwqp_completion(oxr_group *g, const struct ibv_wc *wc)
 					 "missed the window; oxr_group_reset makes puts work again", p,
 					 ibv_wc_status_str(wc->status), g->epoch);
 	}
-	/* the stream waited for the puts before it (oxr_vwqp_busy) */
-	if (w->posted == w->completed && oxr_link_sending(l))
-		oxr_link_ready(g, l, 0, 1);
 }
 
 static int usable(void *arg)
@@ -718,13 +718,29 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 	return OXR_OK;
 }
 
+/* Waits for what the peer writes into my memory: no completion and no
+ * event says it came, so this polls (a while, then 1 ms sleeps). */
+static oxr_status_t poll_until(oxr_group *g, int (*done)(void *), struct wait *x)
+{
+	unsigned n;
+	oxr_status_t st;
+
+	for (n = 0; !done(x); n++) {
+		if (g->ctx->intr && *g->ctx->intr)
+			return oxr_err(OXR_ERR_INTR, "rank %d: wait interrupted", g->rank);
+		if ((st = oxr_progress_once(g, n < 2000 ? 0 : 1)))
+			return st;
+	}
+	return OXR_OK;
+}
+
 /* Waits for a free slot of the peer's inbox. */
 static oxr_status_t wait_slot(oxr_group *g, struct link *l, struct vwqp *w)
 {
 	struct wait x = { g, l, w, 0 };
 	oxr_status_t st;
 
-	if (!have_slot(&x) && (st = oxr_progress_until(g, have_slot, &x, -1)))
+	if ((st = poll_until(g, have_slot, &x)))
 		return st;
 	return stopped(&x) ? wait_err(&x, "put") : OXR_OK;
 }
@@ -749,7 +765,7 @@ static oxr_status_t fence_inbox(oxr_group *g, struct link *l, struct vwqp *w)
 			return st;
 		w->fence_at = w->pbox_sent;
 	}
-	if ((st = oxr_progress_until(g, taken, &x, -1)))
+	if ((st = poll_until(g, taken, &x)))
 		return st;
 	return stopped(&x) ? wait_err(&x, "put") : OXR_OK;
 }
@@ -768,9 +784,11 @@ oxr_status_t oxr_vlink_put_note(oxr_group *g, struct link *l, uint64_t raddr, ui
 			       len);
 	if ((st = ready(g, l, w)))
 		return st;
-	if (REC_LEN + len <= w->pbox_slot) /* one write: the record and the bytes */
-		return (st = wait_slot(g, l, w)) ? st
-						 : post_record(l, w, REC_BYTES, n, len, src, NULL);
+	if (REC_LEN + len <= w->pbox_slot) { /* one write: the record and the bytes */
+		if ((st = wait_slot(g, l, w)) || (st = post_record(l, w, REC_BYTES, n, len, src, NULL)))
+			return st;
+		return wait_written(g, l, w, w->posted);
+	}
 	/* the bytes straight into the window, the record behind them; the one
 	 * stage must be free of the last direct write */
 	if ((st = fence_inbox(g, l, w)) ||
