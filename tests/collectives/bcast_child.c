@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One rank of the bcast/reduce tests (tests/test_coll_bcast.c), started by
+ * One rank of the bcast/reduce tests (tests/collectives/test_coll_bcast.c), started by
  * oxr-run.  Prints `rank R: MODE ok ...` and exits 0 when every check held.
  *
  *   bcast_child all [ROOTS]  for every root (or every ROOTS-th one, always

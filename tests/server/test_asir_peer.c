@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RFC-102 groups that mix oxr-servers with asir_peer, a test engine that
- * behaves on the wire like Risa/Asir's ox_asir (tests/asir_peer.c): its
+ * behaves on the wire like Risa/Asir's ox_asir (tests/server/asir_peer.c): its
  * links (TCP ports and Unix socket paths, both ends writing their
  * byte-order byte first), bcast and reduce in asir's binomial orders, and
  * its reset (SM_reset_102: rank i reads from every lower rank until its

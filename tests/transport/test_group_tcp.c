@@ -4,7 +4,7 @@
  * (and by Open MPI's mpirun through PMIx when oxr has PMIx): every pair
  * exchanging random objects of 0 B to 16 MiB in both byte orders, a 10^5
  * message flood with bounded memory, a rank killed in the middle of a
- * message, and the ring example.  The ranks are tests/group_child.c and
+ * message, and the ring example.  The ranks are tests/transport/group_child.c and
  * examples/ring.c.
  */
 #include <criterion/criterion.h>
