@@ -64,6 +64,14 @@ int provider_transport(const struct provider *pv)
 	return -1;
 }
 
+const char *provider_env(const struct provider *pv)
+{
+	static char env[64];
+
+	snprintf(env, sizeof(env), "OXR_TRANSPORT=%s", pv->name);
+	return env;
+}
+
 void provider_begin(const struct provider *pv, const char *suite, const char *name)
 {
 	fprintf(stderr, "[----] %s/%s on %s\n", suite, name, pv->name);

@@ -40,6 +40,9 @@ void provider_begin(const struct provider *pv, const char *suite, const char *na
 
 /* The oxr_ctx_params transport value of pv (OXR_CTX_PARAM_TRANSPORT). */
 int provider_transport(const struct provider *pv);
+/* "OXR_TRANSPORT=<pv>", for the environment of the ranks a test starts
+ * (oxr-run, mpirun): their contexts then use pv or fail. */
+const char *provider_env(const struct provider *pv);
 
 /* A test in suite SUITE_per_provider, run once per provider with
  * `const struct provider *pv` in scope; its log line names the provider. */

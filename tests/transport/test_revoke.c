@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Revoke and reset on a linked pair (suite revoke_per_provider: once per
- * provider, tcp and verbs where there is an RDMA device, common/providers.h),
- * and on whole groups of real processes under oxr-run (revoke_child.c, on
- * the transport the environment picks): a revoke fails pending
+ * Revoke and reset on a linked pair, and on whole groups of real processes
+ * under oxr-run (revoke_child.c), each test once per provider (tcp, and
+ * verbs where there is an RDMA device; OXR_TEST_PROVIDERS picks:
+ * common/providers.h): a revoke fails pending
  * and later operations with OXR_ERR_REVOKED naming who revoked, floods the
  * group once, and a reset gives a new epoch where nothing of the old one
  * is delivered: no message, no put, no revoke; a killed rank revokes the
@@ -20,7 +20,6 @@
 #include "link_pair.h"
 #include "run_child.h"
 
-TestSuite(revoke, .timeout = 300);
 TestSuite(revoke_per_provider, .timeout = 300);
 
 #define RUN OXR_BIN_DIR "/oxr-run"
@@ -289,14 +288,14 @@ PROVIDER_TEST(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_
 
 /* A rank killed with SIGKILL: every survivor's wait ends with an error
  * naming it, even waits on live ranks (the failure revoked the group). */
-Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
+PROVIDER_TEST(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
 {
 	int n;
 
 	for (n = 2; n <= 6; n += 2) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "kill", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 
@@ -316,7 +315,7 @@ Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
 
 /* The survivors of a killed rank shrink to a renumbered group in epoch 1,
  * where a ring and puts into a new window work. */
-Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
+PROVIDER_TEST(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 {
 	int n;
 
@@ -325,7 +324,7 @@ Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 		/* --survive: without it oxr-run stops the survivors a second after
 		 * the kill, which a slow machine (TCG) needs for the shrink itself */
 		const char *argv[] = { RUN, "--survive", "-n", nbuf, "--", CHILD, "shrink", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 
@@ -346,14 +345,14 @@ Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 
 /* A rank stopped (SIGSTOP) breaks no link; the heartbeat finds it, every
  * survivor fails naming it, and they shrink to a group that works. */
-Test(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
+PROVIDER_TEST(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
 {
 	int n;
 
 	for (n = 2; n <= 5; n += 3) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "--survive", "-n", nbuf, "--", CHILD, "stop", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=400", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=400", NULL };
 		struct run r;
 		int i;
 
@@ -376,14 +375,14 @@ Test(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
 /* Whole groups: one rank revokes while every other waits for a message
  * that never comes; each must see the revoke, then all reset and pass a
  * token round the ring in epoch 1. */
-Test(revoke, a_revoke_floods_groups_of_2_to_8_ranks_and_they_reset)
+PROVIDER_TEST(revoke, a_revoke_floods_groups_of_2_to_8_ranks_and_they_reset)
 {
 	int n;
 
 	for (n = 2; n <= 8; n++) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 
