@@ -3,11 +3,36 @@
 # stage which ran no test, or fewer than it lists, fails instead of passing.
 # shellcheck shell=bash
 
+# test_providers_count BINDIR: on how many providers each per-provider test
+# runs (tests/common/providers.h): the entries of OXR_TEST_PROVIDERS when it
+# is set (an empty list: 1, the instance that fails; at most 8), else tcp,
+# and verbs where BINDIR/oxr-info says a context would use a device (the
+# same oxr_device_query the tests ask).
+test_providers_count() {
+	local n=0 p list
+	if [ -n "${OXR_TEST_PROVIDERS+set}" ]; then
+		IFS=, read -ra list <<<"$OXR_TEST_PROVIDERS"
+		for p in "${list[@]}"; do
+			[ -n "$p" ] && n=$((n + 1))
+		done
+		[ "$n" -gt 8 ] && n=8
+		echo $((n > 0 ? n : 1))
+		return
+	fi
+	n=1
+	if env -u OXR_TRANSPORT "$1/oxr-info" 2>/dev/null | grep -q '^oxr would use: verbs'; then
+		n=2
+	fi
+	echo "$n"
+}
+
 # criterion_held EXE [PATTERN]: how many tests the Criterion binary EXE holds
-# (those whose suite/name PATTERN matches, Criterion's --filter glob).  Fails
-# when --list fails or lists none.
+# (those whose suite/name PATTERN matches, Criterion's --filter glob): one
+# per test, and one per provider (test_providers_count) for each test of a
+# suite whose name ends in _per_provider (a Criterion parameterized test that
+# --list names once).  Fails when --list fails or lists none.
 criterion_held() {
-	local exe=$1 pat=${2:-} out line suite='' name n=0
+	local exe=$1 pat=${2:-} out line suite='' name n=0 nprov=
 	out=$(ASAN_OPTIONS=detect_leaks=0 "$exe" --list 2>/dev/null) || return 1
 	while IFS= read -r line; do
 		if [[ $line =~ ^([^[:space:]]+):\ [0-9]+\ tests?$ ]]; then
@@ -19,7 +44,12 @@ criterion_held() {
 		if [ -z "$suite" ] || [ -z "$name" ]; then continue; fi
 		# shellcheck disable=SC2053 # the pattern is a glob on purpose
 		if [ -z "$pat" ] || [[ $suite/$name == $pat ]]; then
-			n=$((n + 1))
+			if [[ $suite == *_per_provider ]]; then
+				: "${nprov:=$(test_providers_count "$(dirname "$exe")")}"
+				n=$((n + nprov))
+			else
+				n=$((n + 1))
+			fi
 		fi
 	done <<<"$out"
 	[ "$n" -gt 0 ] || return 1
@@ -52,8 +82,10 @@ ctest_plan() {
 
 # ctest_counts NAME LOG DIR CTEST-ARGS...: after `ctest -V CTEST-ARGS` in DIR
 # wrote LOG, checks that it ran every test `ctest -N` lists (at least one),
-# and that each Criterion binary printed its synthesis with as many tests as
-# it holds (a skipped or filtered-out test counts as missing).  Prints
+# and that each Criterion binary printed its synthesis with exactly as many
+# tests as it holds (a skipped or filtered-out test, or a provider's instance
+# that did not run, counts as missing; an instance more than the providers
+# counted, as a miscount).  Prints
 # "NAME: ctest ran R of L tests; Criterion tested T of H", says what is
 # missing, and sets COUNT_TESTED=T, COUNT_HELD=H.  Returns 1 on a shortfall.
 COUNT_TESTED=0
@@ -87,6 +119,9 @@ ctest_counts() {
 			bad=1
 		elif [ "$tested" -lt "$held" ]; then
 			echo "$name: COUNT: $test tested $tested of the $held tests it holds"
+			bad=1
+		elif [ "$tested" -gt "$held" ]; then
+			echo "$name: COUNT: $test tested $tested tests, it holds $held (a per-provider test ran on more providers than counted?)"
 			bad=1
 		fi
 	done <<<"$plan"

@@ -4,7 +4,7 @@
  * its rank entered (bar_core_enter) and what an arriving write holds
  * (bar_core_arrive), and answers with the writes to make next (c->out).
  * barrier.c drives a core over oxr_put and a window; the in-process
- * simulation of tests/test_coll_barrier.c drives the same core over
+ * simulation of tests/collectives/test_coll_barrier.c drives the same core over
  * simulated windows.  Not installed.
  *
  * Wire slot (what one write carries; each sender owns two slots in each

@@ -5,7 +5,7 @@
  * reads them all: a malformed value (not a number, out of range, an unknown
  * word, too long) is an error naming the variable, its value and what is
  * allowed.  README.md's "Environment knobs" table lists them with their
- * defaults (tests/test_params.c checks it against this parser's table).
+ * defaults (tests/transport/test_params.c checks it against this parser's table).
  *
  * A program can set fields itself, as UCX's ucp_params: the fields that
  * field_mask names override the environment, the rest come from it.

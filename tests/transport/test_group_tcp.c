@@ -1,28 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Whole groups of real processes over TCP on 127.0.0.1, started by oxr-run
- * (and by Open MPI's mpirun through PMIx when oxr has PMIx): every pair
+ * Whole groups of real processes on 127.0.0.1, started by oxr-run (and by
+ * Open MPI's mpirun through PMIx when oxr has PMIx), each test once per
+ * provider (tcp, and verbs where there is an RDMA device; OXR_TEST_PROVIDERS
+ * picks: common/providers.h): every pair
  * exchanging random objects of 0 B to 16 MiB in both byte orders, a 10^5
  * message flood with bounded memory, a rank killed in the middle of a
- * message, and the ring example.  The ranks are tests/group_child.c and
+ * message, and the ring example.  The ranks are tests/transport/group_child.c and
  * examples/ring.c.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "providers.h"
 #include "run_child.h"
 
 #define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/group_child"
 
-TestSuite(group, .timeout = 600);
+TestSuite(group_per_provider, .timeout = 600);
 
-static void run_group(int n, const char *order, const char *mode, const char *arg)
+static void run_group(const struct provider *pv, int n, const char *order, const char *mode,
+		      const char *arg)
 {
 	char obuf[32];
 	const char *child[] = { CHILD, mode, arg, NULL };
-	const char *env[] = { obuf, "OXR_LOG_LEVEL=error", NULL };
+	const char *env[] = { provider_env(pv), obuf, "OXR_LOG_LEVEL=error", NULL };
 	struct run r;
 
 	snprintf(obuf, sizeof(obuf), "OXR_ORDER=%s", order);
@@ -31,43 +35,45 @@ static void run_group(int n, const char *order, const char *mode, const char *ar
 	run_free(&r);
 }
 
-Test(group, all_pairs_1_to_8_ranks_both_orders)
+PROVIDER_TEST(group, all_pairs_1_to_8_ranks_both_orders)
 {
 	int n;
 
 	for (n = 1; n <= 8; n++) {
-		run_group(n, "little", "pairs", "3");
-		run_group(n, "network", "pairs", "3");
+		run_group(pv, n, "little", "pairs", "3");
+		run_group(pv, n, "network", "pairs", "3");
 	}
 }
 
-Test(group, mixed_orders_in_one_group)
+PROVIDER_TEST(group, mixed_orders_in_one_group)
 {
 	/* OXR_ORDER differs per rank: each link settles on its own order */
 	const char *argv[] = { RUN, "-n", "3", "--", "/bin/sh", "-c",
 			       "if [ \"$OXR_RUN_RANK\" = 1 ]; then export OXR_ORDER=network; fi; exec "
 			       CHILD " pairs 3", NULL };
-	struct run r = spawn_run(argv, NULL, NULL, 300);
+	const char *env[] = { provider_env(pv), NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
 
 	expect_ranks_ok(&r, 3, "pairs", "pairs");
 	run_free(&r);
 }
 
-Test(group, flood_of_1e5_messages_with_bounded_memory)
+PROVIDER_TEST(group, flood_of_1e5_messages_with_bounded_memory)
 {
 	/* a small receive queue, so the sender really is pushed back */
 	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "flood", "100000", NULL };
-	const char *env[] = { "OXR_RECV_QUEUE_BYTES=1048576", NULL };
+	const char *env[] = { provider_env(pv), "OXR_RECV_QUEUE_BYTES=1048576", NULL };
 	struct run r = spawn_run(argv, env, NULL, 300);
 
 	expect_ranks_ok(&r, 2, "flood", "flood");
 	run_free(&r);
 }
 
-Test(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
+PROVIDER_TEST(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
 {
 	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "die", NULL };
-	struct run r = spawn_run(argv, NULL, NULL, 120);
+	const char *env[] = { provider_env(pv), NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
 
 	cr_assert(!r.timed_out, "the group hung:\n%s\n%s", r.out, r.err);
 	cr_assert_neq(r.rc, 0, "oxr-run must report the killed rank");
@@ -77,21 +83,20 @@ Test(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
 	run_free(&r);
 }
 
-Test(group, the_ring_example)
+PROVIDER_TEST(group, the_ring_example)
 {
 	int n;
 
 	for (n = 1; n <= 5; n += 2) {
 		char nbuf[16], want[128];
 		const char *argv[] = { RUN, "-n", nbuf, "--", OXR_BIN_DIR "/ring", NULL };
+		const char *env[] = { provider_env(pv), NULL };
 		struct run r;
 		snprintf(nbuf, sizeof(nbuf), "%d", n);
-		const char *tr = getenv("OXR_TRANSPORT");
-		/* the transport the environment forces, as the ring reports it */
-		snprintf(want, sizeof(want), "ring of %d over %s: got %d, want %d: ok", n,
-			 tr && !strcmp(tr, "verbs") ? "verbs" : "tcp", n * (n - 1) / 2,
-			 n * (n - 1) / 2);
-		r = spawn_run(argv, NULL, NULL, 120);
+		/* the provider this instance runs on, as the ring reports it */
+		snprintf(want, sizeof(want), "ring of %d over %s: got %d, want %d: ok", n, pv->name,
+			 n * (n - 1) / 2, n * (n - 1) / 2);
+		r = spawn_run(argv, env, NULL, 120);
 		cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
 		cr_assert(strstr(r.out, want), "%s", r.out);
 		run_free(&r);
@@ -99,12 +104,12 @@ Test(group, the_ring_example)
 }
 
 #ifdef OXR_HAVE_PMIX
-Test(group, the_same_group_under_mpirun_pmix)
+PROVIDER_TEST(group, the_same_group_under_mpirun_pmix)
 {
 	const char *argv[] = { "mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none",
 			       CHILD, "pairs", "3", NULL };
 	const char *env[] = { "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-			      "OMPI_MCA_btl=self", NULL };
+			      "OMPI_MCA_btl=self", provider_env(pv), NULL };
 	struct run r = spawn_run(argv, env, NULL, 300);
 
 	expect_ranks_ok(&r, 4, "pairs", "pairs");

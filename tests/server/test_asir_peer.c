@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RFC-102 groups that mix oxr-servers with asir_peer, a test engine that
- * behaves on the wire like Risa/Asir's ox_asir (tests/asir_peer.c): its
+ * behaves on the wire like Risa/Asir's ox_asir (tests/server/asir_peer.c): its
  * links (TCP ports and Unix socket paths, both ends writing their
  * byte-order byte first), bcast and reduce in asir's binomial orders, and
  * its reset (SM_reset_102: rank i reads from every lower rank until its
@@ -23,7 +23,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +33,7 @@
 
 #include "oxr/master.h"
 #include "oxr/ox.h"
+#include "ox_peer.h"
 
 #define PEER OXR_BIN_DIR "/asir_peer"
 #define SERVER OXR_BIN_DIR "/oxr-server"
@@ -382,44 +382,15 @@ static int listen_tcp(int *port)
 	return fd;
 }
 
-static int readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, ms) > 0;
-}
-
+/* This end of an RFC-102 link: OX messages in this host's order (ox_peer.h). */
 static void link_send(int fd, int32_t tag, const oxr_cmo *o)
 {
-	static int32_t serial;
-	oxr_ox_msg m = { .tag = tag, .serial = serial++, .cmo = (oxr_cmo *)o };
-	uint8_t *buf;
-	size_t len;
-
-	cr_assert_eq(oxr_ox_encode_alloc(&m, 1, OXR_ORDER_HOST, &buf, &len), OXR_OK);
-	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
-	free(buf);
+	ox_send(fd, OXR_ORDER_HOST, tag, 0, o);
 }
 
-/* The next message on the link, a byte at a time. */
 static oxr_ox_msg link_recv(int fd)
 {
-	oxr_decoder *d;
-	oxr_ox_msg m;
-	oxr_status_t st = OXR_AGAIN;
-
-	cr_assert_eq(oxr_decoder_create(&d, OXR_DECODE_OX, OXR_ORDER_HOST, NULL, A), OXR_OK);
-	while (st == OXR_AGAIN) {
-		uint8_t c;
-		size_t used;
-		cr_assert(readable(fd, TMO), "nothing came on the link");
-		cr_assert_eq(read(fd, &c, 1), 1, "the link closed");
-		st = oxr_decoder_feed(d, &c, 1, 0, &used);
-	}
-	cr_assert_eq(st, OXR_OK);
-	m = *oxr_decoder_msg(d);
-	oxr_decoder_destroy(d);
-	return m;
+	return ox_recv_within(fd, OXR_ORDER_HOST, A, TMO);
 }
 
 /* The peer's byte comes before ours is sent: it writes first, as asir's
@@ -428,7 +399,7 @@ static void exchange(int fd)
 {
 	uint8_t b, mine = OXR_ORDER_HOST == OXR_ORDER_LITTLE ? 1 : 0xff;
 
-	cr_assert(readable(fd, TMO), "the peer did not write its byte-order byte first");
+	cr_assert(fd_readable(fd, TMO), "the peer did not write its byte-order byte first");
 	cr_assert_eq(read(fd, &b, 1), 1);
 	cr_assert_eq(b, mine);
 	cr_assert_eq(write(fd, &mine, 1), 1);
@@ -466,7 +437,7 @@ Test(peer, a_ball_sent_down_is_read_as_data, .init = init, .fini = fini, .timeou
 	push_zz(0, port);
 	push_zz(0, 1);
 	cr_assert_eq(oxr_master_cmd(M, 0, OXR_SM_tcp_connect_102), OXR_OK);
-	cr_assert(readable(lfd, TMO));
+	cr_assert(fd_readable(lfd, TMO));
 	cr_assert((fd = accept(lfd, NULL, NULL)) >= 0);
 	exchange(fd);
 	cr_assert_eq(oxr_master_sync(M, TMO), OXR_OK, "%s", oxr_errmsg());
@@ -537,7 +508,7 @@ Test(peer, its_reset_waits_for_the_ball_from_below, .init = init, .fini = fini, 
 	link_send(fd, OXR_OX_SYNC_BALL, NULL);
 	cr_assert_eq(oxr_master_recv(M, 0, TMO, A, &o), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(o->tag, OXR_CMO_NULL, "depth 0 after the reset");
-	cr_assert(!readable(fd, 200), "rank 1 sent something down to rank 0");
+	cr_assert(!fd_readable(fd, 200), "rank 1 sent something down to rank 0");
 	/* blocked in a bcast from root 0; the RFC-100 reset abandons it */
 	push_zz(0, 0);
 	cr_assert_eq(oxr_master_cmd(M, 0, OXR_SM_bcast_102), OXR_OK);
@@ -548,7 +519,7 @@ Test(peer, its_reset_waits_for_the_ball_from_below, .init = init, .fini = fini, 
 	push_zz(0, 0);
 	cr_assert_eq(oxr_master_cmd(M, 0, OXR_SM_bcast_102), OXR_OK);
 	pop_zz(0, 9, "a bcast after the reset");
-	cr_assert(!readable(fd, 100), "rank 1 is a leaf of a bcast from 0: it sends nothing");
+	cr_assert(!fd_readable(fd, 100), "rank 1 is a leaf of a bcast from 0: it sends nothing");
 	close(fd);
 	oxr_master_destroy(M, 2000);
 	M = NULL;

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TCP links inside one process (two groups, two threads, real sockets on
+ * Links inside one process (two groups, two threads, real sockets on
  * 127.0.0.1): the handshake in both modes, refusals, an asir-style raw peer,
- * bad bytes from a peer, timeouts and the non-blocking calls.
+ * bad bytes from a peer, timeouts, the non-blocking calls and puts.  The
+ * suite link_per_provider runs once per provider this machine has (tcp, and
+ * verbs where there is an RDMA device; OXR_TEST_PROVIDERS picks:
+ * common/providers.h); link holds what only a tcp link does (OpenXM mode, a
+ * raw socket peer) and the environment checks.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -19,6 +23,7 @@
 #include "test_util.h"
 
 TestSuite(link, .timeout = 60);
+TestSuite(link_per_provider, .timeout = 60);
 
 static void exchange(struct pair *p)
 {
@@ -42,7 +47,7 @@ static void exchange(struct pair *p)
 	oxr_arena_destroy(ar);
 }
 
-Test(link, auth_link_both_orders)
+PROVIDER_TEST(link, auth_link_both_orders)
 {
 	static const char *const orders[][3] = {
 		{ "little", "little", "1" }, { "little", "network", "0" }, { "network", "network", "0" },
@@ -51,7 +56,7 @@ Test(link, auth_link_both_orders)
 	int i, oa, ob;
 
 	for (i = 0; i < 3; i++) {
-		make_pair(&p, 2, orders[i][0], orders[i][1]);
+		make_pair_on(&p, pv, 2, orders[i][0], orders[i][1]);
 		cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 		cr_assert_eq(p.st_accept, OXR_OK, "%s", p.err_accept);
 		cr_assert(oxr_link_is_open(p.a, 1) && oxr_link_is_open(p.b, 0));
@@ -64,12 +69,12 @@ Test(link, auth_link_both_orders)
 	}
 }
 
-Test(link, wrong_token_is_refused_both_ways)
+PROVIDER_TEST(link, wrong_token_is_refused_both_ways)
 {
 	struct pair p;
 	uint8_t other[32];
 
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	memset(other, 8, sizeof(other));
 	oxr_group_set_token(p.b, other, 32);
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_ERR_AUTH);
@@ -81,14 +86,14 @@ Test(link, wrong_token_is_refused_both_ways)
 	free_pair(&p);
 }
 
-Test(link, wrong_rank_is_refused)
+PROVIDER_TEST(link, wrong_rank_is_refused)
 {
 	struct pair p;
 	uint8_t tok[32];
 	oxr_group *b2;
 
 	/* a member of the group, rank 2, knocks where rank 1 is expected */
-	make_pair(&p, 3, "little", "little");
+	make_pair_on(&p, pv, 3, "little", "little");
 	memset(tok, 7, sizeof(tok));
 	cr_assert_eq(oxr_group_create(p.cb, 3, 2, &b2), OXR_OK);
 	oxr_group_set_token(b2, tok, 32);
@@ -107,11 +112,11 @@ Test(link, wrong_rank_is_refused)
 	free_pair(&p);
 }
 
-Test(link, connect_checks_the_acceptors_rank)
+PROVIDER_TEST(link, connect_checks_the_acceptors_rank)
 {
 	struct pair p;
 
-	make_pair(&p, 3, "little", "little");
+	make_pair_on(&p, pv, 3, "little", "little");
 	/* b (rank 1) thinks the port belongs to rank 2, but rank 0 listens there */
 	p.mode = OXR_LINK_AUTH;
 	{
@@ -254,13 +259,13 @@ Test(link, auth_acceptor_against_a_plain_openxm_peer)
 	free_pair(&p);
 }
 
-Test(link, timeouts_and_bad_arguments)
+PROVIDER_TEST(link, timeouts_and_bad_arguments)
 {
 	struct pair p;
 	oxr_rmsg *m;
 	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
 
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	cr_assert_eq(oxr_link_accept(p.a, p.port, 1, OXR_LINK_AUTH, 50), OXR_ERR_TIMEOUT);
 	cr_assert_eq(oxr_recv(p.a, 1, 10, &m), OXR_ERR_INVAL, "no link yet");
 	cr_assert(strstr(oxr_errmsg(), "no link"), "%s", oxr_errmsg());
@@ -273,7 +278,7 @@ Test(link, timeouts_and_bad_arguments)
 	free_pair(&p);
 }
 
-Test(link, nonblocking_calls)
+PROVIDER_TEST(link, nonblocking_calls)
 {
 	struct pair p;
 	oxr_arena *ar;
@@ -281,7 +286,7 @@ Test(link, nonblocking_calls)
 	int i, done;
 	char *big = malloc(3u << 20);
 
-	make_pair(&p, 2, "little", "network");
+	make_pair_on(&p, pv, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
 	memset(big, 'x', 3u << 20);
@@ -333,7 +338,7 @@ static void expect_int(oxr_rmsg *m, int32_t v, const char *what)
 /* MPI's non-overtaking rule: receives posted for one peer take its messages
  * in the order they were posted, whichever is tested or waited on first; a
  * blocking receive comes after the posted ones, and a freed one takes none. */
-Test(link, posted_receives_match_in_posting_order)
+PROVIDER_TEST(link, posted_receives_match_in_posting_order)
 {
 	struct pair p;
 	oxr_arena *ar;
@@ -341,7 +346,7 @@ Test(link, posted_receives_match_in_posting_order)
 	oxr_rmsg *m;
 	int i, done;
 
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
 	for (i = 0; i < 4; i++)
@@ -432,7 +437,7 @@ static void link_cc(int port, char *out, size_t n)
 /* Links inside the host get OXR_TCP_LOCAL_CC (reno unless told), the
  * system's algorithm with "system".  A link that went to verbs keeps the
  * system's on its socket: that socket only ever tells the peer's end. */
-Test(link, links_inside_the_host_choose_their_congestion_control)
+PROVIDER_TEST(link, links_inside_the_host_choose_their_congestion_control)
 {
 	char sys[16] = "", got[64], want[40];
 	FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
@@ -441,7 +446,7 @@ Test(link, links_inside_the_host_choose_their_congestion_control)
 
 	cr_assert(f && fscanf(f, "%15s", sys) == 1);
 	fclose(f);
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 	link_cc(p.port, got, sizeof(got));
 	if (strcmp(oxr_ctx_transport(p.ca), "verbs"))
@@ -452,7 +457,7 @@ Test(link, links_inside_the_host_choose_their_congestion_control)
 	exchange(&p);
 	free_pair(&p);
 	setenv("OXR_TCP_LOCAL_CC", "system", 1);
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	unsetenv("OXR_TCP_LOCAL_CC");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 	link_cc(p.port, got, sizeof(got));
@@ -484,7 +489,7 @@ static void *big_put(void *arg)
 	return NULL;
 }
 
-Test(link, puts_land_in_order_with_notifications)
+PROVIDER_TEST(link, puts_land_in_order_with_notifications)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -493,7 +498,7 @@ Test(link, puts_land_in_order_with_notifications)
 	oxr_rmsg *m;
 	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
 
-	make_pair(&p, 2, "little", "network");
+	make_pair_on(&p, pv, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	windows(&p, &wa, &wb);
 	cr_assert_eq(oxr_put(p.b, 0, 7, 100, "hello", 5, 11), OXR_OK, "%s", oxr_errmsg());
@@ -543,7 +548,7 @@ Test(link, puts_land_in_order_with_notifications)
 
 /* oxr_put_nonotify on TCP: in the stream like a put, landed by the target's
  * progress, in order with puts and messages, and no note for it. */
-Test(link, a_nonotify_put_lands_in_order_without_a_note)
+PROVIDER_TEST(link, a_nonotify_put_lands_in_order_without_a_note)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -552,7 +557,7 @@ Test(link, a_nonotify_put_lands_in_order_without_a_note)
 	oxr_ox_msg msg = { .tag = OXR_OX_SYNC_BALL };
 	int spins = 0;
 
-	make_pair(&p, 2, "little", "network");
+	make_pair_on(&p, pv, 2, "little", "network");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	windows(&p, &wa, &wb);
 	/* (puts without a note first: on verbs one after a stream put waits for a fence
@@ -605,7 +610,7 @@ static void forge_put(oxr_group *g, uint32_t id, uint32_t epoch, uint64_t off, s
 	oxr_arena_destroy(a);
 }
 
-Test(link, forged_puts_never_land)
+PROVIDER_TEST(link, forged_puts_never_land)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -614,7 +619,7 @@ Test(link, forged_puts_never_land)
 	oxr_ox_msg sync = { .tag = OXR_OX_SYNC_BALL };
 	uint8_t zero[4096] = { 0 };
 
-	make_pair(&p, 2, "little", "little");
+	make_pair_on(&p, pv, 2, "little", "little");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK);
 	windows(&p, &wa, &wb);
 	forge_put(p.b, 7, 0, 4000, 200);            /* past the end */
@@ -637,7 +642,7 @@ Test(link, forged_puts_never_land)
 
 /* oxr_win_alloc: zeroed, page-aligned memory that serves as a window (on
  * verbs it comes from the device's NUMA node; test_verbs_link puts into it) */
-Test(link, window_memory_from_oxr_win_alloc)
+PROVIDER_TEST(link, window_memory_from_oxr_win_alloc)
 {
 	struct pair p;
 	struct win_arg wa, wb;
@@ -647,7 +652,7 @@ Test(link, window_memory_from_oxr_win_alloc)
 	oxr_win_note n;
 	size_t i;
 
-	make_pair(&p, 2, "network", "little");
+	make_pair_on(&p, pv, 2, "network", "little");
 	cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_win_alloc(NULL, len, &v), OXR_ERR_INVAL);
 	cr_assert_eq(oxr_win_alloc(p.a, len, NULL), OXR_ERR_INVAL);

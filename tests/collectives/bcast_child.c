@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One rank of the bcast/reduce tests (tests/test_coll_bcast.c), started by
+ * One rank of the bcast/reduce tests (tests/collectives/test_coll_bcast.c), started by
  * oxr-run.  Prints `rank R: MODE ok ...` and exits 0 when every check held.
  *
  *   bcast_child all [ROOTS]  for every root (or every ROOTS-th one, always
@@ -520,17 +520,14 @@ static int big(oxr_group *g, size_t len)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "all";
-	oxr_ctx *c;
-	oxr_boot *b;
+	struct child_rank me;
 	oxr_group *g;
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	seed = rnd_seed();
-	CHECK(oxr_boot_open(&b) == OXR_OK, "bootstrap");
-	rank = oxr_boot_rank(b);
-	CHECK(oxr_ctx_create(&c) == OXR_OK, "context");
-	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
+	child_join(&me);
+	g = me.g;
 	n = oxr_group_size(g);
 	if (!strcmp(mode, "all"))
 		rc = all(g, argc > 2 ? atoi(argv[2]) : 1);
@@ -538,9 +535,7 @@ int main(int argc, char **argv)
 		rc = big(g, argc > 2 ? strtoull(argv[2], NULL, 0) : 64u << 20);
 	else
 		CHECK(0, "unknown mode %s", mode);
-	CHECK(oxr_boot_barrier(b) == OXR_OK, "final barrier");
-	oxr_group_destroy(g);
-	oxr_ctx_destroy(c);
-	oxr_boot_close(b);
+	CHECK(oxr_boot_barrier(me.boot) == OXR_OK, "final barrier");
+	child_leave(&me);
 	return rc;
 }

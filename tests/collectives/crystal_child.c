@@ -301,16 +301,15 @@ static int evil(oxr_crystal *cr, const char *what)
 
 int main(int argc, char **argv)
 {
-	oxr_ctx *ctx;
+	struct child_rank me;
 	oxr_crystal *cr = NULL;
 	const char *mode = argc > 1 ? argv[1] : "patterns";
 	int rc = 2;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	CHECK(oxr_boot_open(&boot) == OXR_OK, "boot");
-	CHECK(oxr_ctx_create(&ctx) == OXR_OK, "ctx");
-	CHECK(oxr_group_boot(ctx, boot, &grp) == OXR_OK, "group");
-	rank = oxr_group_rank(grp);
+	child_join(&me);
+	boot = me.boot;
+	grp = me.g;
 	size = oxr_group_size(grp);
 	if (strcmp(mode, "evil") || rank == 0)
 		CHECK(oxr_crystal_create(grp, &cr) == OXR_OK, "create");
@@ -326,8 +325,6 @@ int main(int argc, char **argv)
 	else
 		fprintf(stderr, "usage: crystal_child patterns SEED | big | baddest | evil WHAT\n");
 	oxr_crystal_destroy(cr);
-	oxr_group_destroy(grp);
-	oxr_ctx_destroy(ctx);
-	oxr_boot_close(boot);
+	child_leave(&me);
 	return rc;
 }

@@ -6,22 +6,40 @@
 #include <string.h>
 
 #include "link_pair.h"
+#include "oxr/params.h"
+
+/* A context on pv's transport (the environment's where pv is NULL). */
+static void ctx_on(oxr_ctx **c, const struct provider *pv)
+{
+	oxr_ctx_params cp = { 0 };
+
+	if (!pv) {
+		cr_assert_eq(oxr_ctx_create(c), OXR_OK, "%s", oxr_errmsg());
+		return;
+	}
+	cp.field_mask = OXR_CTX_PARAM_TRANSPORT;
+	cp.transport = provider_transport(pv);
+	cr_assert_eq(oxr_ctx_create_with(&cp, c), OXR_OK, "a context on %s: %s", pv->name,
+		     oxr_errmsg());
+	cr_assert_str_eq(oxr_ctx_transport(*c), pv->name, "a context asked for %s", pv->name);
+}
 
 static void setup(struct pair *p, int n, const char *order_a, const char *order_b,
-		  const char *tr_a, const char *tr_b)
+		  const char *tr_a, const char *tr_b, const struct provider *pv)
 {
 	uint8_t tok[32];
 
 	memset(p, 0, sizeof(*p));
 	memset(tok, 7, sizeof(tok));
+	p->pv = pv;
 	setenv("OXR_ORDER", order_a, 1);
 	if (tr_a)
 		setenv("OXR_TRANSPORT", tr_a, 1);
-	cr_assert_eq(oxr_ctx_create(&p->ca), OXR_OK, "%s", oxr_errmsg());
+	ctx_on(&p->ca, pv);
 	setenv("OXR_ORDER", order_b, 1);
 	if (tr_b)
 		setenv("OXR_TRANSPORT", tr_b, 1);
-	cr_assert_eq(oxr_ctx_create(&p->cb), OXR_OK, "%s", oxr_errmsg());
+	ctx_on(&p->cb, pv);
 	unsetenv("OXR_ORDER");
 	cr_assert_eq(oxr_group_create(p->ca, n, 0, &p->a), OXR_OK);
 	cr_assert_eq(oxr_group_create(p->cb, n, 1, &p->b), OXR_OK);
@@ -32,12 +50,18 @@ static void setup(struct pair *p, int n, const char *order_a, const char *order_
 
 void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
 {
-	setup(p, n, order_a, order_b, NULL, NULL);
+	setup(p, n, order_a, order_b, NULL, NULL, NULL);
+}
+
+void make_pair_on(struct pair *p, const struct provider *pv, int n, const char *order_a,
+		  const char *order_b)
+{
+	setup(p, n, order_a, order_b, NULL, NULL, pv);
 }
 
 void make_pair_tr(struct pair *p, int n, const char *tr_a, const char *tr_b)
 {
-	setup(p, n, "little", "little", tr_a, tr_b);
+	setup(p, n, "little", "little", tr_a, tr_b, NULL);
 }
 
 void free_pair(struct pair *p)
@@ -66,9 +90,26 @@ oxr_status_t link_up(struct pair *p, int mode)
 	pthread_create(&t, NULL, acceptor, p);
 	st = oxr_link_connect(p->b, "127.0.0.1", p->port, 0, mode, 5000);
 	pthread_join(t, NULL);
+	/* a pair made on a provider links on it, both ways */
+	if (p->pv && st == OXR_OK && p->st_accept == OXR_OK) {
+		cr_assert_str_eq(oxr_link_transport(p->a, 1), p->pv->name, "the link asked for %s",
+				 p->pv->name);
+		cr_assert_str_eq(oxr_link_transport(p->b, 0), p->pv->name, "the link asked for %s",
+				 p->pv->name);
+	}
 	return st;
 }
 
+void *blocked_recv(void *arg)
+{
+	struct side *s = arg;
+	oxr_rmsg *m = NULL;
+
+	s->st = oxr_recv(s->g, 0, s->timeout_ms, &m);
+	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
+	oxr_rmsg_free(m);
+	return NULL;
+}
 
 static void *make_win(void *arg)
 {

@@ -6,7 +6,7 @@
  * also with ranks starting transfers late (so others run ahead),
  * stages too big for a landing region (messages, then grown regions), a
  * 64 MiB record, destinations outside the group, and a peer that puts
- * malformed stages.  The ranks are tests/crystal_child.c.  OXR_TEST_QUICK
+ * malformed stages.  The ranks are tests/collectives/crystal_child.c.  OXR_TEST_QUICK
  * (for the rxe guest) runs fewer transfers per group, every size of the
  * main test still, and leaves out the second 32-rank group and 64 MiB run.
  */

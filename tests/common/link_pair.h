@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Two groups of one process linked to each other: rank 0 (a) accepts in a
- * thread, rank 1 (b) connects; both use the transport the environment picks. */
+ * thread, rank 1 (b) connects; both use the transport the environment picks,
+ * or the provider a per-provider test runs on (make_pair_on). */
 #ifndef OXR_LINK_PAIR_H
 #define OXR_LINK_PAIR_H
 
 #include "oxr/oxr.h"
 #include "oxr/transport.h"
+#include "providers.h"
 
 struct pair {
 	oxr_ctx *ca, *cb;
@@ -14,6 +16,7 @@ struct pair {
 	int mode;
 	oxr_status_t st_accept;
 	char err_accept[512];
+	const struct provider *pv; /* make_pair_on's, else NULL */
 };
 
 /* Like make_pair, with OXR_TRANSPORT tr_a for a's context and tr_b for b's
@@ -21,6 +24,10 @@ struct pair {
 void make_pair_tr(struct pair *p, int n, const char *tr_a, const char *tr_b);
 /* Contexts (OXR_ORDER order_a / order_b), groups of n, token, a listening port. */
 void make_pair(struct pair *p, int n, const char *order_a, const char *order_b);
+/* Like make_pair, both contexts on provider pv, set on them (oxr_ctx_params),
+ * whatever the environment says; link_up then checks that the link is on pv. */
+void make_pair_on(struct pair *p, const struct provider *pv, int n, const char *order_a,
+		  const char *order_b);
 void free_pair(struct pair *p);
 /* Accepts rank 1 on p->port in p->mode (a thread body). */
 void *acceptor(void *arg);
@@ -29,6 +36,18 @@ oxr_status_t link_up(struct pair *p, int mode);
 
 /* A pair linked with OXR_TRANSPORT=verbs, checked to be on verbs both ways. */
 void verbs_pair(struct pair *p);
+
+/* One rank's side of a call made in a thread: its group, the call's
+ * status and oxr_errmsg() after it. */
+struct side {
+	oxr_group *g;
+	int timeout_ms;
+	oxr_status_t st;
+	char err[512];
+};
+
+/* A thread body: a receive from rank 0 on s->g for s->timeout_ms. */
+void *blocked_recv(void *arg);
 
 /* A window being created by one rank of a pair. */
 struct win_arg {

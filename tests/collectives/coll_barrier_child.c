@@ -155,17 +155,16 @@ static int reset(oxr_boot *boot, oxr_group *g, int algo)
 
 int main(int argc, char **argv)
 {
+	struct child_rank me;
 	oxr_boot *boot;
-	oxr_ctx *c;
 	oxr_group *g;
 	int rc = 2;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	CHECK(argc >= 3, "usage: coll_barrier_child check|dead ALGO ...");
-	CHECK(oxr_boot_open(&boot) == OXR_OK, "boot");
-	CHECK(oxr_ctx_create(&c) == OXR_OK, "ctx");
-	CHECK(oxr_group_boot(c, boot, &g) == OXR_OK, "group");
-	rank = oxr_group_rank(g);
+	child_join(&me);
+	boot = me.boot;
+	g = me.g;
 	if (!strcmp(argv[1], "check") && argc == 6)
 		rc = check(g, algo_of(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
 	else if (!strcmp(argv[1], "reset") && argc == 3)
@@ -174,8 +173,6 @@ int main(int argc, char **argv)
 		rc = dead(boot, g, algo_of(argv[2]), atoi(argv[3]));
 	else
 		fprintf(stderr, "coll_barrier_child: bad arguments\n");
-	oxr_group_destroy(g);
-	oxr_ctx_destroy(c);
-	oxr_boot_close(boot);
+	child_leave(&me);
 	return rc;
 }

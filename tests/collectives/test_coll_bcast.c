@@ -2,7 +2,7 @@
 /*
  * RFC-102 bcast and reduce (include/oxr/bcast.h).  In-process: the ops and
  * their promotion rules, argument errors.  Real groups under oxr-run
- * (tests/bcast_child.c): n = 1..17 and 32, every root, bcast and reduce
+ * (tests/collectives/bcast_child.c): n = 1..17 and 32, every root, bcast and reduce
  * against a reference every rank computes itself, every op and number
  * kind, append, a user op, an unknown op and a failing op followed by more
  * collectives, message counts of the binomial tree and of the chain, links

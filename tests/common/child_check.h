@@ -3,7 +3,8 @@
  * CHECK for the rank programs the multi-process tests start (group_child,
  * bcast_child, ...): a failed check says which rank, where, what and the
  * last oxr error, and exits 1 (oxr-run then names the rank); die says what
- * failed and the last oxr error, and exits 1.  The including file defines
+ * failed and the last oxr error, and exits 1; child_join and child_leave
+ * open and close a rank's group.  The including file defines
  * `static int rank`, and CHILD_PREFIX for die's messages if it wants one
  * ("boot_child: ").
  */
@@ -14,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "oxr/status.h"
+#include "oxr/oxr.h"
 
 #ifndef CHILD_PREFIX
 #define CHILD_PREFIX ""
@@ -43,6 +44,32 @@ __attribute__((format(printf, 1, 2), noreturn)) static inline void die(const cha
 	/* one write: ranks may share the stream */
 	fprintf(stderr, CHILD_PREFIX "rank %d: %s: %s\n", rank, what, oxr_errmsg());
 	exit(1);
+}
+
+/* One rank of a group started by oxr-run or mpirun: its bootstrap, a
+ * context as the environment says and the group the bootstrap wires. */
+struct child_rank {
+	oxr_boot *boot;
+	oxr_ctx *ctx;
+	oxr_group *g;
+};
+
+/* Opens r's bootstrap, sets rank, then its context and group; a step that
+ * fails is a failed CHECK. */
+static inline void child_join(struct child_rank *r)
+{
+	CHECK(oxr_boot_open(&r->boot) == OXR_OK, "bootstrap");
+	rank = oxr_boot_rank(r->boot);
+	CHECK(oxr_ctx_create(&r->ctx) == OXR_OK, "context");
+	CHECK(oxr_group_boot(r->ctx, r->boot, &r->g) == OXR_OK, "group");
+}
+
+/* The group, the context and the bootstrap, closed in that order. */
+static inline void child_leave(struct child_rank *r)
+{
+	oxr_group_destroy(r->g);
+	oxr_ctx_destroy(r->ctx);
+	oxr_boot_close(r->boot);
 }
 
 #endif

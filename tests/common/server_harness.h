@@ -8,6 +8,7 @@
 
 #include "oxr/master.h"
 #include "oxr/ox.h"
+#include "ox_peer.h"
 
 #define SERVER OXR_BIN_DIR "/oxr-server"
 #define TMO 30000
@@ -36,9 +37,8 @@ void depth_is(int i, int d);
 void raw(int i, const void *p, size_t n);
 void raw_words(int i, const uint32_t *w, size_t n);
 
-/* For a server started by hand: one OX message (with a serial) on fd in
- * order; the next message from fd, its object in A. */
-void ox_send(int fd, int order, int32_t tag, int32_t sm, const oxr_cmo *o);
+/* For a server started by hand: ox_send (ox_peer.h) writes to it; this
+ * reads the next message from fd in order, its object in A, within TMO. */
 oxr_ox_msg ox_recv(int fd, int order);
 
 #define CALL(i, fn, ...)                                                                           \

@@ -10,7 +10,7 @@
  * delays.  Asserted: nobody completes barrier s before all n entered it,
  * everybody completes every barrier, and the writes per barrier are what
  * the algorithms promise.  Then the real thing: groups of processes under
- * oxr-run (tests/coll_barrier_child.c) for n = 1..17 and 32 and both
+ * oxr-run (tests/collectives/coll_barrier_child.c) for n = 1..17 and 32 and both
  * algorithms, with shared-memory evidence of who entered, 10^4 barriers in
  * a row with random delays, and a rank that dies.
  */

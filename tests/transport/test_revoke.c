@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Revoke and reset on a linked pair (the transport the environment picks:
- * tcp on the host, verbs in the rxe guest), and on whole groups of real
- * processes under oxr-run (tests/revoke_child.c): a revoke fails pending
+ * Revoke and reset on a linked pair, and on whole groups of real processes
+ * under oxr-run (revoke_child.c), each test once per provider (tcp, and
+ * verbs where there is an RDMA device; OXR_TEST_PROVIDERS picks:
+ * common/providers.h): a revoke fails pending
  * and later operations with OXR_ERR_REVOKED naming who revoked, floods the
  * group once, and a reset gives a new epoch where nothing of the old one
  * is delivered: no message, no put, no revoke; a killed rank revokes the
@@ -20,14 +21,14 @@
 #include "link_pair.h"
 #include "run_child.h"
 
-TestSuite(revoke, .timeout = 300);
+TestSuite(revoke_per_provider, .timeout = 300);
 
 #define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/revoke_child"
 
-static void pair_up(struct pair *p)
+static void pair_up(struct pair *p, const struct provider *pv)
 {
-	make_pair(p, 2, "little", "little");
+	make_pair_on(p, pv, 2, "little", "little");
 	cr_assert_eq(link_up(p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(p->st_accept, OXR_OK, "%s", p->err_accept);
 }
@@ -58,23 +59,6 @@ static oxr_status_t recv_int(oxr_group *g, int peer, int32_t *v)
 	return st;
 }
 
-struct side {
-	oxr_group *g;
-	oxr_status_t st;
-	char err[512];
-};
-
-static void *blocked_recv(void *arg)
-{
-	struct side *s = arg;
-	oxr_rmsg *m = NULL;
-
-	s->st = oxr_recv(s->g, 0, 20000, &m);
-	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
-	oxr_rmsg_free(m);
-	return NULL;
-}
-
 static void *reset_side(void *arg)
 {
 	struct side *s = arg;
@@ -97,7 +81,7 @@ static void reset_both(struct pair *p)
 	cr_assert_eq(b.st, OXR_OK, "rank 1 reset: %s", b.err);
 }
 
-Test(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_group)
+PROVIDER_TEST(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_group)
 {
 	struct pair p;
 	struct side b;
@@ -105,10 +89,10 @@ Test(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_g
 	pthread_t t;
 	int32_t v = 0;
 
-	pair_up(&p);
+	pair_up(&p, pv);
 	cr_assert_eq(oxr_group_id(p.a), oxr_group_id(p.b), "one group, one id");
 	cr_assert_neq(oxr_group_id(p.a), 0);
-	b = (struct side){ .g = p.b };
+	b = (struct side){ .g = p.b, .timeout_ms = 20000 };
 	pthread_create(&t, NULL, blocked_recv, &b); /* rank 1 waits for what never comes */
 	usleep(100000);
 	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
@@ -134,13 +118,13 @@ Test(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_g
 
 /* A request the revoke ended says so each time it is asked, whatever
  * failed in between: the receive it was and who revoked. */
-Test(revoke, a_revoked_request_names_itself_and_who_revoked)
+PROVIDER_TEST(revoke, a_revoked_request_names_itself_and_who_revoked)
 {
 	struct pair p;
 	oxr_req *r = NULL;
 	int done = 0, i;
 
-	pair_up(&p);
+	pair_up(&p, pv);
 	cr_assert_eq(oxr_irecv(p.b, 0, &r), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
 	for (i = 0; i < 20000 && !done; i++) {
@@ -161,13 +145,13 @@ Test(revoke, a_revoked_request_names_itself_and_who_revoked)
 
 /* Messages sent in epoch 0 and never taken are gone after the reset: the
  * first message of epoch 1 is the first one delivered. */
-Test(revoke, messages_of_the_old_epoch_are_never_delivered_after_a_reset)
+PROVIDER_TEST(revoke, messages_of_the_old_epoch_are_never_delivered_after_a_reset)
 {
 	struct pair p;
 	int32_t v = 0;
 	int i;
 
-	pair_up(&p);
+	pair_up(&p, pv);
 	for (i = 0; i < 20; i++)
 		cr_assert_eq(send_int(p.b, 0, 1000 + i), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK);
@@ -208,12 +192,12 @@ static oxr_status_t forge_revoke(oxr_group *g, int peer, uint64_t gid, uint32_t 
 	return st;
 }
 
-Test(revoke, revokes_of_a_dead_epoch_or_another_group_are_dropped)
+PROVIDER_TEST(revoke, revokes_of_a_dead_epoch_or_another_group_are_dropped)
 {
 	struct pair p;
 	int32_t v = 0;
 
-	pair_up(&p);
+	pair_up(&p, pv);
 	reset_both(&p); /* epoch 1 */
 	cr_assert_eq(forge_revoke(p.b, 0, oxr_group_id(p.b), 0, 1), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(forge_revoke(p.b, 0, oxr_group_id(p.b) ^ 1, 1, 1), OXR_OK);
@@ -244,7 +228,7 @@ static void *make_win(void *arg)
 
 /* Windows: a put is refused once revoked, and after the reset the window
  * works again with the new epoch; a put frame of the old epoch never lands. */
-Test(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
+PROVIDER_TEST(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
 {
 	struct pair p;
 	struct win_side a, b;
@@ -253,7 +237,7 @@ Test(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
 	uint8_t x[16];
 	uint64_t refused;
 
-	pair_up(&p);
+	pair_up(&p, pv);
 	a = (struct win_side){ .g = p.a };
 	b = (struct win_side){ .g = p.b };
 	pthread_create(&t, NULL, make_win, &a);
@@ -305,14 +289,14 @@ Test(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_reset)
 
 /* A rank killed with SIGKILL: every survivor's wait ends with an error
  * naming it, even waits on live ranks (the failure revoked the group). */
-Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
+PROVIDER_TEST(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
 {
 	int n;
 
 	for (n = 2; n <= 6; n += 2) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, "kill", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 
@@ -332,7 +316,7 @@ Test(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
 
 /* The survivors of a killed rank shrink to a renumbered group in epoch 1,
  * where a ring and puts into a new window work. */
-Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
+PROVIDER_TEST(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 {
 	int n;
 
@@ -341,7 +325,7 @@ Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 		/* --survive: without it oxr-run stops the survivors a second after
 		 * the kill, which a slow machine (TCG) needs for the shrink itself */
 		const char *argv[] = { RUN, "--survive", "-n", nbuf, "--", CHILD, "shrink", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 
@@ -362,14 +346,14 @@ Test(revoke, survivors_shrink_to_a_renumbered_group_that_works)
 
 /* A rank stopped (SIGSTOP) breaks no link; the heartbeat finds it, every
  * survivor fails naming it, and they shrink to a group that works. */
-Test(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
+PROVIDER_TEST(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
 {
 	int n;
 
 	for (n = 2; n <= 5; n += 3) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "--survive", "-n", nbuf, "--", CHILD, "stop", NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=400", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=400", NULL };
 		struct run r;
 		int i;
 
@@ -392,14 +376,14 @@ Test(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrink)
 /* Whole groups: one rank revokes while every other waits for a message
  * that never comes; each must see the revoke, then all reset and pass a
  * token round the ring in epoch 1. */
-Test(revoke, a_revoke_floods_groups_of_2_to_8_ranks_and_they_reset)
+PROVIDER_TEST(revoke, a_revoke_floods_groups_of_2_to_8_ranks_and_they_reset)
 {
 	int n;
 
 	for (n = 2; n <= 8; n++) {
 		char nbuf[16], line[64];
 		const char *argv[] = { RUN, "-n", nbuf, "--", CHILD, NULL };
-		const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 		struct run r;
 		int i;
 

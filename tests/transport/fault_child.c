@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One rank of the fault-injection test (tests/test_fault.c), started by
+ * One rank of the fault-injection test (tests/transport/test_fault.c), started by
  * oxr-run:  fault_child OP SEED
  * OP is sendrecv, bcast, reduce, barrier or crystal.  Every rank runs OP
  * over and over; the victim (chosen from SEED) kills itself with SIGKILL

@@ -16,23 +16,6 @@
 
 TestSuite(verbs_port, .timeout = 120);
 
-struct blocked {
-	oxr_group *g;
-	oxr_status_t st;
-	char err[512];
-};
-
-static void *blocked_recv(void *arg)
-{
-	struct blocked *x = arg;
-	oxr_rmsg *m = NULL;
-
-	x->st = oxr_recv(x->g, 0, 30000, &m);
-	snprintf(x->err, sizeof(x->err), "%s", oxr_errmsg());
-	oxr_rmsg_free(m);
-	return NULL;
-}
-
 /* The state of port 1 of the test device, from sysfs ("4: ACTIVE"). */
 static int port_active(void)
 {
@@ -56,14 +39,14 @@ static int port_active(void)
 Test(verbs_port, a_port_that_goes_down_fails_the_waiting_calls)
 {
 	struct pair p;
-	struct blocked x;
+	struct side x;
 	pthread_t t;
 	int i;
 
 	if (geteuid() != 0 || system("ip link show dummy0 >/dev/null 2>&1") != 0)
 		cr_skip_test("needs root and the dummy0 netdev of ci/rxe-guest");
 	verbs_pair(&p);
-	x = (struct blocked){ .g = p.b };
+	x = (struct side){ .g = p.b, .timeout_ms = 30000 };
 	pthread_create(&t, NULL, blocked_recv, &x);
 	usleep(200000);
 	cr_assert_eq(system("ip link set dummy0 down"), 0);

@@ -3,7 +3,7 @@
  * Fault injection: for P = 4 and 8 and each of send/receive, bcast,
  * reduce, the barrier and the crystal router, a random rank is killed
  * (SIGKILL) at a random moment while every rank runs the operation in a
- * loop (tests/fault_child.c).  Every survivor must fail with an error
+ * loop (tests/transport/fault_child.c).  Every survivor must fail with an error
  * within 2 s of the kill, shrink, run the operation again correctly on the
  * shrunk group, and end holding no more file descriptors than it started
  * with.  Prints the table: trials, detected, max detection time, recovered.

@@ -235,16 +235,13 @@ static int die_mode(oxr_group *g)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "pairs";
-	oxr_ctx *c;
-	oxr_boot *b;
+	struct child_rank me;
 	oxr_group *g;
 	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	CHECK(oxr_boot_open(&b) == OXR_OK, "bootstrap");
-	rank = oxr_boot_rank(b);
-	CHECK(oxr_ctx_create(&c) == OXR_OK, "context");
-	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
+	child_join(&me);
+	g = me.g;
 	if (!strcmp(mode, "pairs"))
 		rc = pairs(g, argc > 2 ? atoi(argv[2]) : 4);
 	else if (!strcmp(mode, "puts"))
@@ -255,9 +252,7 @@ int main(int argc, char **argv)
 		rc = die_mode(g);
 	else
 		CHECK(0, "unknown mode %s", mode);
-	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(b) == OXR_OK, "final barrier");
-	oxr_group_destroy(g);
-	oxr_ctx_destroy(c);
-	oxr_boot_close(b);
+	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(me.boot) == OXR_OK, "final barrier");
+	child_leave(&me);
 	return rc;
 }

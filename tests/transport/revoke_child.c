@@ -174,8 +174,7 @@ static int stop_mode(oxr_group *g, oxr_arena *a, int n)
 
 int main(int argc, char **argv)
 {
-	oxr_boot *b;
-	oxr_ctx *c;
+	struct child_rank me;
 	oxr_group *g;
 	oxr_arena *a;
 	oxr_rmsg *m = NULL;
@@ -183,11 +182,9 @@ int main(int argc, char **argv)
 	char want[64];
 	int n, last;
 
-	CHECK(oxr_boot_open(&b) == OXR_OK, "boot");
-	CHECK(oxr_ctx_create(&c) == OXR_OK, "context");
-	CHECK(oxr_group_boot(c, b, &g) == OXR_OK, "group");
+	child_join(&me);
+	g = me.g;
 	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
-	rank = oxr_group_rank(g);
 	n = oxr_group_size(g);
 	last = n - 1;
 	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill") ||
@@ -196,9 +193,7 @@ int main(int argc, char **argv)
 			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n)
 						    : shrink_mode(g, a, n);
 		oxr_arena_destroy(a);
-		oxr_group_destroy(g);
-		oxr_ctx_destroy(c);
-		oxr_boot_close(b);
+		child_leave(&me);
 		return rc;
 	}
 	snprintf(want, sizeof(want), "revoked by rank %d", last);
@@ -233,8 +228,6 @@ int main(int argc, char **argv)
 	}
 	printf("rank %d: revoke ok\n", rank);
 	oxr_arena_destroy(a);
-	oxr_group_destroy(g);
-	oxr_ctx_destroy(c);
-	oxr_boot_close(b);
+	child_leave(&me);
 	return 0;
 }

@@ -171,41 +171,59 @@ Test(params, readme_table_matches_parser)
 	free(md);
 }
 
+/* The .c files under dir (a path below OXR_SOURCE_DIR), its subfolders too
+ * (transport/tcp/, transport/verbs/): each getenv("OXR_...") must read a
+ * launcher's variable. */
+static int scan_getenv(const char *dir)
+{
+	static const char *const launcher[] = { "OXR_RUN_ADDR", "OXR_RUN_RANK", "OXR_RUN_SIZE",
+						"OXR_RUN_TOKEN_FD", NULL };
+	char path[512];
+	DIR *d;
+	struct dirent *e;
+	int files = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", OXR_SOURCE_DIR, dir);
+	cr_assert_not_null(d = opendir(path), "%s", path);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char *src, *p, name[64], sub[256];
+		int j, ok;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (e->d_type == DT_DIR) {
+			cr_assert_lt(snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name),
+				     (int)sizeof(sub));
+			files += scan_getenv(sub);
+			continue;
+		}
+		if (len < 3 || strcmp(e->d_name + len - 2, ".c"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", OXR_SOURCE_DIR, dir, e->d_name);
+		src = slurp(path);
+		files++;
+		for (p = src; (p = strstr(p, "getenv(\"OXR_")); p++) {
+			sscanf(p + 8, "%63[A-Z0-9_]", name);
+			for (ok = 0, j = 0; launcher[j]; j++)
+				ok |= !strcmp(launcher[j], name);
+			cr_expect(ok, "%s/%s reads %s with getenv, not through params.c", dir,
+				  e->d_name, name);
+		}
+		free(src);
+	}
+	closedir(d);
+	return files;
+}
+
 /* Every getenv("OXR_...") in the library and tools reads a launcher's variable. */
 Test(params, no_stray_getenv)
 {
 	static const char *const dirs[] = { "cmo", "transport", "collectives", "server", "tools" };
-	static const char *const launcher[] = { "OXR_RUN_ADDR", "OXR_RUN_RANK", "OXR_RUN_SIZE",
-						"OXR_RUN_TOKEN_FD", NULL };
-	char path[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		DIR *dir;
-		struct dirent *e;
-
-		snprintf(path, sizeof(path), "%s/%s", OXR_SOURCE_DIR, dirs[i]);
-		cr_assert_not_null(dir = opendir(path), "%s", path);
-		while ((e = readdir(dir))) {
-			size_t len = strlen(e->d_name);
-			char *src, *p, name[64];
-			int j, ok;
-
-			if (len < 3 || strcmp(e->d_name + len - 2, ".c"))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/%s", OXR_SOURCE_DIR, dirs[i], e->d_name);
-			src = slurp(path);
-			for (p = src; (p = strstr(p, "getenv(\"OXR_")); p++) {
-				sscanf(p + 8, "%63[A-Z0-9_]", name);
-				for (ok = 0, j = 0; launcher[j]; j++)
-					ok |= !strcmp(launcher[j], name);
-				cr_expect(ok, "%s/%s reads %s with getenv, not through params.c",
-					  dirs[i], e->d_name, name);
-			}
-			free(src);
-		}
-		closedir(dir);
-	}
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		cr_expect_gt(scan_getenv(dirs[i]), 0, "no .c file under %s", dirs[i]);
 }
 
 /* A bad value of each kind for each knob fails oxr_ctx_create naming it. */
