@@ -12,7 +12,9 @@
  * the algorithms promise.  Then the real thing: groups of processes under
  * oxr-run (tests/collectives/coll_barrier_child.c) for n = 1..17 and 32 and both
  * algorithms, with shared-memory evidence of who entered, 10^4 barriers in
- * a row with random delays, and a rank that dies.
+ * a row with random delays, and a rank that dies: each of these once per
+ * provider (tcp, and verbs where there is an RDMA device; OXR_TEST_PROVIDERS
+ * picks: common/providers.h), the ranks' links on it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "barrier_core.h"
+#include "providers.h"
 #include "run_child.h"
 
 #define CHILD OXR_BIN_DIR "/coll_barrier_child"
@@ -510,22 +513,23 @@ static char *evidence_file(int n)
 	return path;
 }
 
-static void run_check(int n, const char *algo, long k, long delay_us)
+TestSuite(barrier_per_provider, .timeout = 600);
+
+static void run_check(const struct provider *pv, int n, const char *algo, long k, long delay_us)
 {
 	char kbuf[32], dbuf[32], line[96];
 	char *file = evidence_file(n);
 	const char *child[] = { CHILD, "check", algo, kbuf, dbuf, file, NULL };
-	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
-	const char *tr = getenv("OXR_TRANSPORT");
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 	struct run r;
 
 	snprintf(kbuf, sizeof(kbuf), "%ld", k);
 	snprintf(dbuf, sizeof(dbuf), "%ld", delay_us);
 	r = run_ranks(n, 0, child, env, 300);
 	unlink(file);
-	/* the transport the environment forces, as the ranks report it */
+	/* the provider of this instance, as the ranks report it */
 	snprintf(line, sizeof(line), "check ok: %ld barriers of %s over %s", k, algo,
-		 n == 1 ? "no link" : tr && !strcmp(tr, "verbs") ? "verbs" : "tcp");
+		 n == 1 ? "no link" : pv->name);
 	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d (signal %d, timed out %d)\nstdout:\n%s\n"
 		     "stderr:\n%s", n, algo, r.rc, r.sig, r.timed_out, r.out, r.err);
 	expect_rank_lines(&r, n, line);
@@ -540,29 +544,29 @@ static long scaled(long k)
 	return e && *e && strcmp(e, "0") ? (k / 10 > 5 ? k / 10 : 5) : k;
 }
 
-Test(barrier, processes_n_1_to_17_and_32_both_algorithms)
+PROVIDER_TEST(barrier, processes_n_1_to_17_and_32_both_algorithms)
 {
 	int n;
 
 	for (n = 1; n <= 18; n++) {
 		int m = n == 18 ? 32 : n;
-		run_check(m, "bitmap", scaled(60), 300);
-		run_check(m, "dissemination", scaled(60), 300);
+		run_check(pv, m, "bitmap", scaled(60), 300);
+		run_check(pv, m, "dissemination", scaled(60), 300);
 	}
 }
 
-Test(barrier, ten_thousand_barriers_with_random_delays)
+PROVIDER_TEST(barrier, ten_thousand_barriers_with_random_delays)
 {
-	run_check(4, "bitmap", 10000, 40);
-	run_check(8, "dissemination", scaled(10000), 40);
-	run_check(5, "bitmap", scaled(3000), 40);
+	run_check(pv, 4, "bitmap", 10000, 40);
+	run_check(pv, 8, "dissemination", scaled(10000), 40);
+	run_check(pv, 5, "bitmap", scaled(3000), 40);
 }
 
-static void run_dead(int n, const char *algo, int victim)
+static void run_dead(const struct provider *pv, int n, const char *algo, int victim)
 {
 	char vbuf[16], line[96];
 	const char *child[] = { CHILD, "dead", algo, vbuf, NULL };
-	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 	struct run r;
 	int i;
 
@@ -582,19 +586,19 @@ static void run_dead(int n, const char *algo, int victim)
 	run_free(&r);
 }
 
-Test(barrier, a_dead_peer_fails_the_barrier_everywhere)
+PROVIDER_TEST(barrier, a_dead_peer_fails_the_barrier_everywhere)
 {
-	run_dead(2, "bitmap", 1);
-	run_dead(5, "bitmap", 0);
-	run_dead(6, "bitmap", 3);
-	run_dead(5, "dissemination", 2);
-	run_dead(7, "dissemination", 0);
+	run_dead(pv, 2, "bitmap", 1);
+	run_dead(pv, 5, "bitmap", 0);
+	run_dead(pv, 6, "bitmap", 3);
+	run_dead(pv, 5, "dissemination", 2);
+	run_dead(pv, 7, "dissemination", 0);
 }
 
-static void run_reset(int n, const char *algo)
+static void run_reset(const struct provider *pv, int n, const char *algo)
 {
 	const char *child[] = { CHILD, "reset", algo, NULL };
-	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 	struct run r = run_ranks(n, 0, child, env, 120);
 
 	cr_assert_eq(r.rc, 0, "%d ranks %s: exit %d\nstdout:\n%s\nstderr:\n%s", n, algo, r.rc,
@@ -603,8 +607,8 @@ static void run_reset(int n, const char *algo)
 	run_free(&r);
 }
 
-Test(barrier, a_revoke_fails_it_and_a_reset_starts_it_again)
+PROVIDER_TEST(barrier, a_revoke_fails_it_and_a_reset_starts_it_again)
 {
-	run_reset(5, "bitmap");
-	run_reset(4, "dissemination");
+	run_reset(pv, 5, "bitmap");
+	run_reset(pv, 4, "dissemination");
 }

@@ -6,9 +6,12 @@
  * against a reference every rank computes itself, every op and number
  * kind, append, a user op, an unknown op and a failing op followed by more
  * collectives, message counts of the binomial tree and of the chain, links
- * of both byte orders in one group, and a 64 MiB bcast checked by hash.  Inside ci/rxe-guest (OXR_TRANSPORT=verbs,
- * a slow emulated machine) the groups above 8 ranks take every 4th root
- * (and always the last) instead of every one, and the big bcast is 16 MiB.
+ * of both byte orders in one group, and a 64 MiB bcast checked by hash: the
+ * groups once per provider (tcp, and verbs where there is an RDMA device;
+ * OXR_TEST_PROVIDERS picks: common/providers.h), every link on it.  With
+ * OXR_TEST_QUICK (ci/rxe-guest, a slow emulated machine) the groups above 8
+ * ranks take every 4th root (and always the last) instead of every one, and
+ * the big bcast is 16 MiB.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -17,25 +20,29 @@
 #include <string.h>
 
 #include "oxr/bcast.h"
+#include "providers.h"
 #include "run_child.h"
 
 #define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/bcast_child"
 
 TestSuite(bcast, .timeout = 600);
+TestSuite(bcast_per_provider, .timeout = 600);
 
-static int in_guest(void)
+/* Fewer roots and a smaller big bcast inside the (slow, emulated) rxe guest. */
+static int quick(void)
 {
-	const char *t = getenv("OXR_TRANSPORT");
+	const char *e = getenv("OXR_TEST_QUICK");
 
-	return t && !strcmp(t, "verbs");
+	return e && *e && strcmp(e, "0");
 }
 
-static void run_group(int n, const char *mode, const char *arg, const char *want)
+static void run_group(const struct provider *pv, int n, const char *mode, const char *arg,
+		      const char *want)
 {
 	char what[96];
 	const char *child[] = { CHILD, mode, arg, NULL };
-	const char *env[] = { "OXR_LOG_LEVEL=error", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 	struct run r = run_ranks(n, 400, child, env, 450);
 
 	snprintf(what, sizeof(what), "%s %s", mode, arg);
@@ -45,52 +52,55 @@ static void run_group(int n, const char *mode, const char *arg, const char *want
 	run_free(&r);
 }
 
-static void all_roots(int n)
+static void all_roots(const struct provider *pv, int n)
 {
-	char every[16];
+	char every[16], over[48];
 
-	snprintf(every, sizeof(every), "%d", in_guest() && n > 8 ? 4 : 1);
-	/* forced verbs must really be verbs, link by link */
-	run_group(n, "all", every, n > 1 && in_guest() ? "over verbs)" : NULL);
+	snprintf(every, sizeof(every), "%d", quick() && n > 8 ? 4 : 1);
+	/* the links are this instance's provider, link by link */
+	snprintf(over, sizeof(over), "over %s)", pv->name);
+	run_group(pv, n, "all", every, n > 1 ? over : NULL);
 }
 
-Test(bcast, every_root_1_to_6_ranks)
+PROVIDER_TEST(bcast, every_root_1_to_6_ranks)
 {
 	int n;
 
 	for (n = 1; n <= 6; n++)
-		all_roots(n);
+		all_roots(pv, n);
 }
 
-Test(bcast, every_root_7_to_12_ranks)
+PROVIDER_TEST(bcast, every_root_7_to_12_ranks)
 {
 	int n;
 
 	for (n = 7; n <= 12; n++)
-		all_roots(n);
+		all_roots(pv, n);
 }
 
-Test(bcast, every_root_13_to_17_ranks)
+PROVIDER_TEST(bcast, every_root_13_to_17_ranks)
 {
 	int n;
 
 	for (n = 13; n <= 17; n++)
-		all_roots(n);
+		all_roots(pv, n);
 }
 
-Test(bcast, every_root_32_ranks)
+PROVIDER_TEST(bcast, every_root_32_ranks)
 {
-	all_roots(32);
+	all_roots(pv, 32);
 }
 
-Test(bcast, links_in_both_byte_orders_in_one_group)
+PROVIDER_TEST(bcast, links_in_both_byte_orders_in_one_group)
 {
 	/* odd ranks ask for network order: every link to them settles on it,
 	 * the others stay little-endian, and objects cross both kinds */
 	const char *argv[] = { RUN, "-n", "5", "--", "/bin/sh", "-c",
 			       "case $OXR_RUN_RANK in 1|3) export OXR_ORDER=network;; "
 			       "*) export OXR_ORDER=little;; esac; exec " CHILD " all 1", NULL };
-	struct run r = spawn_run(argv, NULL, NULL, 300);
+	const char *env[] = { provider_env(pv), NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+	char over[48];
 	int i;
 
 	cr_assert_eq(r.rc, 0, "exit %d\n%s\n%s", r.rc, r.out, r.err);
@@ -99,21 +109,23 @@ Test(bcast, links_in_both_byte_orders_in_one_group)
 		snprintf(line, sizeof(line), "rank %d: all ok", i);
 		cr_assert(strstr(r.out, line), "'%s' in:\n%s", line, r.out);
 	}
+	snprintf(over, sizeof(over), "over %s)", pv->name);
+	cr_assert_eq(count_of(r.out, over), 5, "'%s' 5 times in:\n%s", over, r.out);
 	run_free(&r);
 }
 
 /* 64 MiB; 16 MiB in the guest, where TCG moves ~30 MB/s */
-static const char *big_size(void) { return in_guest() ? "16777216" : "67108864"; }
+static const char *big_size(void) { return quick() ? "16777216" : "67108864"; }
 
-Test(bcast, a_64_MiB_bcast_down_the_chain_checked_by_hash)
+PROVIDER_TEST(bcast, a_64_MiB_bcast_down_the_chain_checked_by_hash)
 {
 	/* algo 2: the chain, at n = 4 from root 3 */
-	run_group(4, "big", big_size(), "algo 2");
+	run_group(pv, 4, "big", big_size(), "algo 2");
 }
 
-Test(bcast, a_64_MiB_bcast_between_2_ranks_in_chunks)
+PROVIDER_TEST(bcast, a_64_MiB_bcast_between_2_ranks_in_chunks)
 {
-	run_group(2, "big", big_size(), "algo 2");
+	run_group(pv, 2, "big", big_size(), "algo 2");
 }
 
 /* ---- the ops, in-process ------------------------------------------- */

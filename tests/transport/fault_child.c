@@ -137,6 +137,20 @@ static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int
 	return st;
 }
 
+/* The transport of the first open link this rank saw after an operation
+ * went well (links open on first use and close when peers leave), for the
+ * test to check: NULL while none. */
+static const char *seen_transport;
+
+static void see_transport(const oxr_group *g)
+{
+	int p;
+
+	for (p = 0; p < oxr_group_size(g) && !seen_transport; p++)
+		if (p != oxr_group_rank(g))
+			seen_transport = oxr_link_transport(g, p);
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "sendrecv";
@@ -181,6 +195,7 @@ int main(int argc, char **argv)
 		}
 		if (st)
 			break;
+		see_transport(g);
 		if (outside && s.iter == 1) {
 			printf("rank %d: %s running\n", rank, op);
 			fflush(stdout);
@@ -201,7 +216,9 @@ int main(int argc, char **argv)
 			st ? oxr_errmsg() : "", wrong ? "a wrong result" : "");
 		return 1;
 	}
-	printf("rank %d: %s recovered\n", rank, op);
+	see_transport(g);
+	printf("rank %d: %s recovered over %s\n", rank, op,
+	       seen_transport ? seen_transport : "no link");
 	drop_objects(&s);
 	oxr_arena_destroy(s.a);
 	oxr_group_destroy(g);
