@@ -26,9 +26,14 @@
  * u64 offset, u64 length.
  *
  * Credits: the origin writes into slot (sent % slots) only while
- * sent - taken < slots, where taken is what the peer wrote into the
- * origin's own inbox word with an RDMA WRITE once it took half the slots
- * (after it posted their receive WRs again: never an RNR).
+ * sent - taken < slots.  The peer says what it took in the immediate of
+ * each record it sends back (imm = slot | taken << 8, the low 24 bits of
+ * the count: the origin knows the rest, taken being within `slots` of
+ * what it sent), so a ping-pong or any two-way traffic returns credits
+ * with no packet of their own; a peer that only receives writes its count
+ * into the origin's inbox word with an RDMA WRITE once it took half the
+ * slots.  Either way its receive WRs for those slots are posted first:
+ * never an RNR.
  *
  * Handshake, in the link's stream (OXR_OX_PRIVATE_WQP, LIST of 8 INT32
  * [epoch, kind, qpn, psn, inbox_hi, inbox_lo, rkey, slots << 24 | slot
@@ -80,6 +85,9 @@ enum { REC_BYTES = 1, REC_DIRECT = 2, REC_FENCE = 3 };
 #define WQP_SQ (BOX_SLOTS + 8u) /* records, credit writes, a direct put's bytes */
 _Static_assert(WQP_SQ + BOX_SLOTS + 4 == OXR_VWQP_WRS, "the CQ counts the window QP's WRs");
 #define MAX_PEER_BOX (16u << 20)
+#define IMM_SHIFT 8u          /* a record's immediate: slot | taken << IMM_SHIFT */
+#define IMM_SLOT 0xffu
+_Static_assert(BOX_SLOTS <= IMM_SLOT + 1, "a slot fits the immediate's low bits");
 
 struct vwqp {
 	struct ibv_qp *qp;          /* of epoch `epoch`; NULL between epochs */
@@ -103,6 +111,7 @@ struct vwqp {
 	uint64_t pbox;
 	uint32_t pbox_rkey, pbox_slots, pbox_slot;
 	uint64_t pbox_sent;
+	uint64_t pbox_taken;        /* the peer's count, from its records' immediates */
 	uint64_t last_bytes;        /* pbox_sent after the last record with bytes the peer copies */
 	uint64_t fence_at;          /* pbox_sent after the last fence record */
 	uint8_t *pstage;            /* records staged for pbox, a slot each */
@@ -185,7 +194,7 @@ static void close_qp(oxr_group *g, struct vwqp *w)
 	w->rq_owed = 0;
 	w->pbox = 0;
 	w->pbox_rkey = w->pbox_slots = w->pbox_slot = 0;
-	w->pbox_sent = w->last_bytes = w->fence_at = 0;
+	w->pbox_sent = w->pbox_taken = w->last_bytes = w->fence_at = 0;
 	w->tell_owed = 0;
 }
 
@@ -261,7 +270,7 @@ static oxr_status_t take_box(oxr_group *g, struct link *l, struct vwqp *w, const
 	w->pbox_rkey = v[6];
 	w->pbox_slots = slots;
 	w->pbox_slot = slot;
-	w->pbox_sent = w->last_bytes = w->fence_at = 0;
+	w->pbox_sent = w->pbox_taken = w->last_bytes = w->fence_at = 0;
 	return reg_buf(g, (size_t)slots * slot, IBV_ACCESS_LOCAL_WRITE, &w->pstage, &w->pstage_mr);
 }
 
@@ -446,10 +455,10 @@ static oxr_status_t tell_taken(struct link *l, struct vwqp *w, int force)
 /* A record arrived in my inbox: checked, landed, its slot freed. */
 static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const struct ibv_wc *wc)
 {
-	uint32_t k = ntohl(wc->imm_data), kind;
+	uint32_t imm = ntohl(wc->imm_data), k = imm & IMM_SLOT, kind;
 	const uint8_t *r;
 	struct oxr_put_note n;
-	uint64_t len;
+	uint64_t len, t;
 
 	if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || k != w->box_taken % BOX_SLOTS ||
 	    wc->byte_len < REC_LEN || wc->byte_len > w->box_slot) {
@@ -458,6 +467,11 @@ static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const stru
 			      (int)wc->opcode, k, wc->byte_len);
 		return;
 	}
+	/* what the peer took of mine: the one count within `slots` below what
+	 * I sent whose low bits these are (a lie hurts only the liar's inbox) */
+	t = (w->pbox_sent - (imm >> IMM_SHIFT)) & (UINT32_MAX >> IMM_SHIFT);
+	if (t <= w->pbox_sent && w->pbox_sent - t > w->pbox_taken)
+		w->pbox_taken = w->pbox_sent - t;
 	r = w->box + BOX_HEAD + (size_t)k * w->box_slot;
 	kind = ld32(r);
 	n = (struct oxr_put_note){ .id = ld32(r + 4), .epoch = ld32(r + 8), .value = ld32(r + 12),
@@ -531,14 +545,17 @@ static int written(void *arg)
 	       x->w->completed >= x->until;
 }
 
-/* How many of my records the peer took: what it last wrote into my inbox. */
+/* How many of my records the peer took: what it last wrote into my inbox,
+ * or said in a record's immediate, whichever is more. */
 static uint64_t peer_taken(const struct vwqp *w)
 {
 	uint8_t t[8];
+	uint64_t v;
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(t, w->box, 8);
-	return ld64(t);
+	v = ld64(t);
+	return v > w->pbox_taken ? v : w->pbox_taken;
 }
 
 static int stopped(const struct wait *x)
@@ -692,9 +709,15 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 			       .length = REC_LEN + carry };
 	struct ibv_send_wr rec = { .wr_id = WR_ID(oxr_link_peer(l), WR_WIN),
 				   .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-				   .send_flags = IBV_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1,
-				   .imm_data = htonl(k) };
+				   .send_flags = IBV_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1 };
 	oxr_status_t st;
+
+	/* the record carries what this side took of the peer's: the receive
+	 * WRs of those slots go first */
+	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
+		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
+	w->rq_owed = 0;
+	rec.imm_data = htonl(k | (uint32_t)(w->box_taken << IMM_SHIFT));
 
 	oxr_store32(r, kind, OXR_ORDER_LITTLE);
 	oxr_store32(r + 4, n->id, OXR_ORDER_LITTLE);
@@ -712,6 +735,8 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 		first->next = &rec;
 	if ((st = post(l, w, first ? first : &rec, first ? 2 : 1)))
 		return st;
+	w->box_told = w->box_taken;
+	w->tell_owed = 0;
 	w->pbox_sent++;
 	if (kind == REC_BYTES)
 		w->last_bytes = w->pbox_sent;
