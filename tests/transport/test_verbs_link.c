@@ -214,8 +214,10 @@ static uint64_t refused_after(struct pair *p, uint64_t before)
 
 /*
  * A put record the origin's own checks would never send (a lying peer):
- * past the window's end, an epoch that is not the target's, a window that
- * does not exist, a direct put whose length does not fit.  The target
+ * past the window's end, an offset that wraps around, a window that does
+ * not exist.  (A record has no epoch to lie about: it is the QP's, and each
+ * epoch has its own; the note says the QP's even when the origin was given
+ * another.)  The target
  * refuses each before a byte lands (counted), the link and the window QP
  * go on, and an honest put still lands with its note.
  */
@@ -243,9 +245,9 @@ Test(verbs, a_put_record_the_origin_did_not_check_is_refused_by_the_target)
 	bad = (struct oxr_put_note){ .id = 3, .epoch = e, .value = 2, .offset = 4096 - 8 };
 	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
 	cr_assert_eq(before = refused_after(&p, before), 1, "past the end: refused");
-	bad = (struct oxr_put_note){ .id = 3, .epoch = e + 1, .value = 3, .offset = 0 };
+	bad = (struct oxr_put_note){ .id = 3, .epoch = e, .value = 3, .offset = UINT64_MAX - 4 };
 	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
-	cr_assert_eq(before = refused_after(&p, before), 2, "another epoch: refused");
+	cr_assert_eq(before = refused_after(&p, before), 2, "an offset that wraps: refused");
 	bad = (struct oxr_put_note){ .id = 99, .epoch = e, .value = 4, .offset = 0 };
 	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
 	cr_assert_eq(before = refused_after(&p, before), 3, "no such window: refused");
@@ -258,6 +260,11 @@ Test(verbs, a_put_record_the_origin_did_not_check_is_refused_by_the_target)
 	cr_assert_eq(n.value, 5);
 	cr_assert_eq(n.offset, 100);
 	cr_assert(!memcmp(mem + 100, junk, 16), "an honest put still lands");
+	bad = (struct oxr_put_note){ .id = 3, .epoch = e + 1, .value = 6, .offset = 200 };
+	cr_assert_eq(oxr_vlink_put_note(p.b, l, addr, rkey, junk, 16, &bad), OXR_OK);
+	cr_assert_eq(oxr_win_wait(wa.w, 10000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(n.value == 6 && !memcmp(mem + 200, junk, 16), "the QP's epoch, not the origin's");
+	cr_assert_eq(oxr_group_puts_refused(p.a), before, "and nothing more refused");
 	oxr_win_destroy(wa.w);
 	oxr_win_destroy(wb.w);
 	free(mem);

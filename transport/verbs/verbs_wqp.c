@@ -13,23 +13,26 @@
  *
  * Puts with a note (libfabric's fi_writedata): each side of the QP owns an
  * inbox, registered for remote write by that one peer and epoch:
- *   [u64 taken][pad to 64][BOX_SLOTS slots of 32 + OXR_VERBS_PUT_INLINE bytes]
+ *   [u64 taken][pad to 64][BOX_SLOTS slots of 24 + OXR_VERBS_PUT_INLINE bytes]
  * A put of at most the inline size is ONE RDMA WRITE WITH IMMEDIATE of a
- * 32-byte record and the bytes into the peer's next slot (imm = the slot);
+ * 16-byte record and the bytes into the peer's next slot;
  * the peer's completion queue hands it over, and its engine checks the
  * record (window, epoch, bounds: oxr_put_landed) before it copies the bytes
  * in and queues the note.  A larger put is an RDMA WRITE straight into the
  * window and, posted with it, the record alone into the next slot: RC
  * order lands the bytes before the record's completion.  No frame in the
- * stream, no round trip.  Record (little-endian): u32 kind (1: bytes
- * follow, 2: bytes in the window), u32 window id, u32 epoch, u32 notify,
- * u64 offset, u64 length.
+ * stream, no round trip.  Record (little-endian): u32 window id, u32
+ * notify, u64 offset, and for bytes in the window a u64 length; bytes that
+ * follow it are the length.  The immediate says the rest (it costs no byte
+ * on the wire): slot | kind << 4 | taken << 8, kind 1 bytes follow, 2 bytes
+ * in the window, 3 a fence.  The epoch is the QP's: each epoch has its own
+ * QP and inbox, and a record of an older QP never reaches took_record.
+ * Every byte a record costs is copied, and checksummed by soft-RoCE, twice.
  *
  * Credits: the origin writes into slot (sent % slots) only while
  * sent - taken < slots.  The peer says what it took in the immediate of
- * each record it sends back (imm = slot | taken << 8, the low 24 bits of
- * the count: the origin knows the rest, taken being within `slots` of
- * what it sent), so a ping-pong or any two-way traffic returns credits
+ * each record it sends back (the low 24 bits of the count: the origin
+ * knows the rest, taken being within `slots` of what it sent), so a ping-pong or any two-way traffic returns credits
  * with no packet of their own; a peer that only receives writes its count
  * into the origin's inbox word with an RDMA WRITE once it took half the
  * slots.  Either way its receive WRs for those slots are posted first:
@@ -62,7 +65,7 @@
  * current epoch and a registration of the window's current, unrevoked
  * epoch, or as a record's bytes that oxr_put_landed checked; a refused
  * write revokes the writer's group (the QP is dead until the reset), never
- * its link.  Per rank: 2 x (64 + BOX_SLOTS x (32 + inline)) bytes
+ * its link.  Per rank: 2 x (64 + BOX_SLOTS x (24 + inline)) bytes
  * registered per peer with a window QP, about 18 KiB at the defaults.
  */
 #include <arpa/inet.h>
@@ -81,12 +84,14 @@ enum { REC_BYTES = 1, REC_DIRECT = 2, REC_FENCE = 3 };
 
 #define BOX_SLOTS 16u      /* slots of an inbox (the credits a peer has) */
 #define BOX_HEAD 64u       /* the taken word, alone on its cache line */
-#define REC_LEN 32u
+#define REC_HEAD 16u      /* id, notify, offset */
+#define REC_DIRECT_LEN 24u /* and the length of bytes in the window */
 #define WQP_SQ (BOX_SLOTS + 8u) /* records, credit writes, a direct put's bytes */
 _Static_assert(WQP_SQ + BOX_SLOTS + 4 == OXR_VWQP_WRS, "the CQ counts the window QP's WRs");
 #define MAX_PEER_BOX (16u << 20)
-#define IMM_SHIFT 8u          /* a record's immediate: slot | taken << IMM_SHIFT */
-#define IMM_SLOT 0xffu
+#define IMM_SHIFT 8u /* a record's immediate: slot | kind << IMM_KIND | taken << IMM_SHIFT */
+#define IMM_KIND 4u
+#define IMM_SLOT 0xfu
 _Static_assert(BOX_SLOTS <= IMM_SLOT + 1, "a slot fits the immediate's low bits");
 
 struct vwqp {
@@ -103,7 +108,7 @@ struct vwqp {
 	/* my inbox, which the peer writes: [taken][slots] */
 	uint8_t *box;
 	struct ibv_mr *box_mr;
-	uint32_t box_slot;          /* bytes of a slot: REC_LEN + the inline size */
+	uint32_t box_slot;          /* bytes of a slot: a record and the inline size */
 	uint64_t box_taken, box_told; /* records taken here; what the peer was told */
 	uint32_t rq_owed;           /* receive WRs to post again */
 	int tell_owed;              /* a fence asked for the count: it goes when the SQ has room */
@@ -235,7 +240,7 @@ static oxr_status_t open_qp(oxr_group *g, struct link *l, struct vwqp *w)
 	oxr_status_t st;
 
 	close_qp(g, w);
-	w->box_slot = (REC_LEN + inline_size(g) + 7u) & ~7u;
+	w->box_slot = (REC_DIRECT_LEN + inline_size(g) + 7u) & ~7u;
 	if ((st = reg_buf(g, box_bytes(w->box_slot), IBV_ACCESS_LOCAL_WRITE |
 			  IBV_ACCESS_REMOTE_WRITE, &w->box, &w->box_mr)))
 		return st;
@@ -261,7 +266,7 @@ static oxr_status_t take_box(oxr_group *g, struct link *l, struct vwqp *w, const
 
 	/* the slot a record goes to is its count modulo the slots: both sides
 	 * must count alike */
-	if (slots != BOX_SLOTS || slot < REC_LEN || slot % 8 || (size_t)slots * slot > MAX_PEER_BOX)
+	if (slots != BOX_SLOTS || slot < REC_DIRECT_LEN || slot % 8 || (size_t)slots * slot > MAX_PEER_BOX)
 		return oxr_err(OXR_ERR_PROTO, "rank %d offered a window QP inbox of %u slots of %u "
 			       "bytes (this oxr takes %u slots of at most %u)", oxr_link_peer(l),
 			       slots, slot, BOX_SLOTS, MAX_PEER_BOX / BOX_SLOTS);
@@ -455,13 +460,13 @@ static oxr_status_t tell_taken(struct link *l, struct vwqp *w, int force)
 /* A record arrived in my inbox: checked, landed, its slot freed. */
 static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const struct ibv_wc *wc)
 {
-	uint32_t imm = ntohl(wc->imm_data), k = imm & IMM_SLOT, kind;
+	uint32_t imm = ntohl(wc->imm_data), k = imm & IMM_SLOT, kind = imm >> IMM_KIND & 3u;
 	const uint8_t *r;
 	struct oxr_put_note n;
-	uint64_t len, t;
+	uint64_t t;
 
 	if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || k != w->box_taken % BOX_SLOTS ||
-	    wc->byte_len < REC_LEN || wc->byte_len > w->box_slot) {
+	    wc->byte_len < REC_HEAD || wc->byte_len > w->box_slot) {
 		oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke the put "
 			      "inbox protocol (opcode %d, slot %u, %u bytes)", oxr_link_peer(l),
 			      (int)wc->opcode, k, wc->byte_len);
@@ -473,14 +478,13 @@ static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const stru
 	if (t <= w->pbox_sent && w->pbox_sent - t > w->pbox_taken)
 		w->pbox_taken = w->pbox_sent - t;
 	r = w->box + BOX_HEAD + (size_t)k * w->box_slot;
-	kind = ld32(r);
-	n = (struct oxr_put_note){ .id = ld32(r + 4), .epoch = ld32(r + 8), .value = ld32(r + 12),
-				   .offset = ld64(r + 16) };
-	len = ld64(r + 24);
-	if ((kind == REC_BYTES && len == wc->byte_len - REC_LEN) ||
-	    (kind == REC_DIRECT && wc->byte_len == REC_LEN))
-		oxr_put_landed(g, l, &n, len, kind == REC_BYTES ? r + REC_LEN : NULL, 1);
-	else if (kind != REC_FENCE || wc->byte_len != REC_LEN)
+	n = (struct oxr_put_note){ .id = ld32(r), .epoch = w->epoch, .value = ld32(r + 4),
+				   .offset = ld64(r + 8) };
+	if (kind == REC_BYTES)
+		oxr_put_landed(g, l, &n, wc->byte_len - REC_HEAD, r + REC_HEAD, 1);
+	else if (kind == REC_DIRECT && wc->byte_len == REC_DIRECT_LEN)
+		oxr_put_landed(g, l, &n, ld64(r + REC_HEAD), NULL, 1);
+	else if (kind != REC_FENCE || wc->byte_len != REC_HEAD)
 		oxr_put_refused(g, l, n.id, "malformed put record");
 	w->box_taken++;
 	/* receive WRs go back a batch at a time, and all before the peer hears
@@ -706,7 +710,7 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 	uint8_t *r = w->pstage + (size_t)k * w->pbox_slot;
 	uint32_t carry = kind == REC_BYTES ? (uint32_t)len : 0;
 	struct ibv_sge sge = { .addr = (uintptr_t)r, .lkey = w->pstage_mr->lkey,
-			       .length = REC_LEN + carry };
+			       .length = (kind == REC_DIRECT ? REC_DIRECT_LEN : REC_HEAD) + carry };
 	struct ibv_send_wr rec = { .wr_id = WR_ID(oxr_link_peer(l), WR_WIN),
 				   .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 				   .send_flags = IBV_SEND_SIGNALED, .sg_list = &sge, .num_sge = 1 };
@@ -717,16 +721,14 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
 		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
 	w->rq_owed = 0;
-	rec.imm_data = htonl(k | (uint32_t)(w->box_taken << IMM_SHIFT));
-
-	oxr_store32(r, kind, OXR_ORDER_LITTLE);
-	oxr_store32(r + 4, n->id, OXR_ORDER_LITTLE);
-	oxr_store32(r + 8, n->epoch, OXR_ORDER_LITTLE);
-	oxr_store32(r + 12, n->value, OXR_ORDER_LITTLE);
-	st64(r + 16, n->offset);
-	st64(r + 24, len);
+	rec.imm_data = htonl(k | kind << IMM_KIND | (uint32_t)(w->box_taken << IMM_SHIFT));
+	oxr_store32(r, n->id, OXR_ORDER_LITTLE);
+	oxr_store32(r + 4, n->value, OXR_ORDER_LITTLE);
+	st64(r + 8, n->offset);
+	if (kind == REC_DIRECT)
+		st64(r + REC_HEAD, len);
 	if (carry)
-		memcpy(r + REC_LEN, bytes, carry);
+		memcpy(r + REC_HEAD, bytes, carry);
 	if (sge.length <= w->max_inline)
 		rec.send_flags |= IBV_SEND_INLINE;
 	rec.wr.rdma.remote_addr = w->pbox + BOX_HEAD + (uint64_t)k * w->pbox_slot;
@@ -809,7 +811,7 @@ oxr_status_t oxr_vlink_put_note(oxr_group *g, struct link *l, uint64_t raddr, ui
 			       len);
 	if ((st = ready(g, l, w)))
 		return st;
-	if (REC_LEN + len <= w->pbox_slot) { /* one write: the record and the bytes */
+	if (REC_HEAD + len <= w->pbox_slot) { /* one write: the record and the bytes */
 		if ((st = wait_slot(g, l, w)) || (st = post_record(l, w, REC_BYTES, n, len, src, NULL)))
 			return st;
 		return wait_written(g, l, w, w->posted);
