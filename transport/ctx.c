@@ -8,6 +8,7 @@
 
 #include "oxr_internal.h"
 #include "provider.h"
+#include "sha256.h"
 
 /* Ranks of this job on this node, from the launcher (0: unknown): oxr-run
  * (OXR_RUN_SIZE), Open MPI (OMPI_COMM_WORLD_LOCAL_SIZE), Slurm
@@ -60,6 +61,37 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
 	return oxr_ctx_create_with(NULL, out);
 }
 
+/* Which host this rank is on, as the links compare it: OXR_HOST_ID, or
+ * this kernel's boot id and the host name.  The boot id alone would join
+ * containers of one kernel, the host name alone two machines that share a
+ * name; a hash keeps the handshake's field one size. */
+static void host_identity(oxr_ctx *c)
+{
+	const char *id = c->params.host_id;
+	char buf[320], boot[64] = "", name[256] = "";
+	struct oxr_sha256 h;
+	uint8_t d[32];
+	FILE *f;
+
+	if (!id || !*id) {
+		if ((f = fopen("/proc/sys/kernel/random/boot_id", "r"))) {
+			if (!fgets(boot, sizeof(boot), f))
+				boot[0] = 0;
+			fclose(f);
+		}
+		boot[strcspn(boot, "\n")] = 0;
+		if (gethostname(name, sizeof(name) - 1))
+			name[0] = 0;
+		snprintf(buf, sizeof(buf), "%s/%s", boot, name);
+		id = buf;
+	}
+	oxr_sha256_init(&h);
+	oxr_sha256_update(&h, "oxr-host:", 9);
+	oxr_sha256_update(&h, id, strlen(id));
+	oxr_sha256_final(&h, d);
+	memcpy(c->host_id, d, sizeof(c->host_id));
+}
+
 oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
 {
 	oxr_ctx *c = calloc(1, sizeof(*c));
@@ -86,6 +118,7 @@ oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
 	c->heartbeat_ms = (int)p->heartbeat_ms;
 	c->recv_queue_bytes = (size_t)p->recv_queue_bytes;
 	oxr_cmo_limits_from_params(p, &c->limits);
+	host_identity(c);
 	if ((st = local_cc(c)) ||
 	    (st = oxr_provider_choose(c, p->transport ? oxr_params_transport_name(p->transport)
 						      : NULL))) {

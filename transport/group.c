@@ -138,8 +138,8 @@ static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int 
 {
 	const struct oxr_link_ops *ops = &oxr_tcp_link_ops;
 	void *priv = NULL;
-	int order;
-	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &order);
+	struct oxr_link_hs hs;
+	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &hs);
 
 	if (st == OXR_OK && mode == OXR_LINK_AUTH)
 		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, timeout_ms, &ops, &priv);
@@ -147,7 +147,7 @@ static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int 
 		close(fd);
 		return st;
 	}
-	return oxr_link_attach(g, peer, fd, mode, order, addr, ops, priv);
+	return oxr_link_attach(g, peer, fd, mode, &hs, addr, ops, priv);
 }
 
 static int check_mode(int mode)
@@ -248,6 +248,11 @@ const char *oxr_link_transport(const oxr_group *g, int peer)
 	if (!oxr_link_is_open(g, peer))
 		return NULL;
 	return g->links[peer].ops->name;
+}
+
+int oxr_link_same_host(const oxr_group *g, int peer)
+{
+	return oxr_link_is_open(g, peer) ? g->links[peer].same_host : -1;
 }
 
 oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)

@@ -49,6 +49,7 @@ enum link_state { LINK_NONE, LINK_OPEN, LINK_LEAVING, LINK_ENDED, LINK_FAILED };
 
 struct link {
 	int fd, state, mode, order, peer;
+	int same_host;          /* the peer is on this host: 1, 0, -1 unknown (oxr_link_same_host) */
 	char addr[64];          /* the peer's address, for messages */
 	oxr_status_t err;
 	char errmsg[256];

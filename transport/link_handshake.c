@@ -15,6 +15,11 @@
  *             or "OXRN" u32 reason, and closes.
  * The acceptor checks the rank the connector claims against the one it
  * expects, so a process of the group cannot pose as another rank either.
+ * Then both tell their epoch and host ("OXRE" u32 epoch, host id[16]; see
+ * agree_epoch): the host id (a hash of OXR_HOST_ID, or of the boot id and
+ * host name) says which peers share this host, which shared memory needs.
+ * A peer can lie about it; it proved the token, so the lie only moves its
+ * own links to another provider.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,7 +30,7 @@
 #include "link.h"
 #include "tcp/tcp_socket.h"
 
-#define HS_VERSION 2 /* 2: the epochs follow the proof */
+#define HS_VERSION 3 /* 2: the epochs follow the proof; 3: and the host ids */
 
 enum refusal { REF_TOKEN = 1, REF_RANK = 2, REF_SIZE = 3, REF_VERSION = 4 };
 
@@ -157,19 +162,21 @@ static oxr_status_t auth_connector(oxr_group *g, int fd, int peer, const char *a
  * with no window yet may move: a window is of the epoch it was made in.
  */
 static oxr_status_t agree_epoch(oxr_group *g, int fd, int peer, const char *addr,
-				int64_t deadline)
+				int64_t deadline, int *same_host)
 {
-	uint8_t mine[8], theirs[8];
+	uint8_t mine[8 + sizeof(g->ctx->host_id)], theirs[sizeof(mine)];
 	uint32_t e;
 	oxr_status_t st;
 
 	memcpy(mine, "OXRE", 4);
 	put_u32(mine + 4, g->epoch);
-	if ((st = oxr_tcp_io(fd, mine, 8, 1, deadline, addr)) ||
-	    (st = oxr_tcp_io(fd, theirs, 8, 0, deadline, addr)))
+	memcpy(mine + 8, g->ctx->host_id, sizeof(g->ctx->host_id));
+	if ((st = oxr_tcp_io(fd, mine, sizeof(mine), 1, deadline, addr)) ||
+	    (st = oxr_tcp_io(fd, theirs, sizeof(theirs), 0, deadline, addr)))
 		return st;
 	if (memcmp(theirs, "OXRE", 4))
 		return oxr_err(OXR_ERR_PROTO, "handshake with %s: no epoch from rank %d", addr, peer);
+	*same_host = !memcmp(theirs + 8, g->ctx->host_id, sizeof(g->ctx->host_id));
 	e = get_u32(theirs + 4);
 	if (e <= g->epoch)
 		return OXR_OK;
@@ -184,7 +191,7 @@ static oxr_status_t agree_epoch(oxr_group *g, int fd, int peer, const char *addr
 }
 
 oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
-				const char *addr, int timeout_ms, int *order)
+				const char *addr, int timeout_ms, struct oxr_link_hs *hs)
 {
 	int64_t deadline = oxr_now_ms() + timeout_ms;
 	uint8_t mine = oxr_order_byte(g->ctx->order), theirs;
@@ -196,12 +203,13 @@ oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, in
 	/* RFC-102 (asir register_102): both sides write first; one byte cannot block */
 	if ((st = oxr_tcp_io(fd, &mine, 1, 1, deadline, addr)) ||
 	    (st = oxr_tcp_io(fd, &theirs, 1, 0, deadline, addr)) ||
-	    (st = oxr_order_resolve(mine, theirs, order)))
+	    (st = oxr_order_resolve(mine, theirs, &hs->order)))
 		return st;
+	hs->same_host = -1;
 	if (mode == OXR_LINK_OPENXM)
 		return OXR_OK;
 	if ((st = acceptor ? auth_acceptor(g, fd, peer, addr, deadline)
 			   : auth_connector(g, fd, *peer, addr, deadline)))
 		return st;
-	return agree_epoch(g, fd, *peer, addr, deadline);
+	return agree_epoch(g, fd, *peer, addr, deadline, &hs->same_host);
 }

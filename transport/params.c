@@ -93,6 +93,9 @@ static const struct knob knobs[] = {
 	     "received messages a link holds before it stops reading"),
 	WORD(ORDER, order, orders, OXR_ORDER_HOST, "host's", "little or network"),
 	STR(HOST, host, 59, "127.0.0.1", "127.0.0.1", "the address other ranks connect to"),
+	STR(HOST_ID, host_id, 255, NULL, "boot id + host name",
+	    "ranks with the same id are on one host (shared memory); set it to tell apart "
+	    "containers on one kernel"),
 	WORD(BOOT, boot, boots, -1, "detected", "pmix, run or singleton"),
 	INT(BOOT_TIMEOUT, boot_timeout, 0, 1000000000, 60, "60",
 	    "seconds a rank waits for oxr-run (0: no limit)"),

@@ -117,7 +117,7 @@ void oxr_link_closed_by_peer(oxr_group *g, struct link *l)
 	link_end(g, l, OXR_ERR_PEER, LINK_ENDED);
 }
 
-oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
+oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const struct oxr_link_hs *hs,
 			     const char *addr, const struct oxr_link_ops *ops, void *priv)
 {
 	struct link *l = &g->links[peer];
@@ -134,7 +134,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	l->rbuf = malloc(RBUF);
 	st = l->rbuf ? oxr_arena_create(&l->arena) : OXR_ERR_NOMEM;
 	if (st == OXR_OK)
-		st = oxr_decoder_create(&l->dec, OXR_DECODE_OX, order, &g->ctx->limits, l->arena);
+		st = oxr_decoder_create(&l->dec, OXR_DECODE_OX, hs->order, &g->ctx->limits, l->arena);
 	if (st == OXR_OK && epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev))
 		st = oxr_err(OXR_ERR_IO, "epoll_ctl: %s", strerror(errno));
 	if (st) {
@@ -152,14 +152,16 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order
 	}
 	l->peer = peer;
 	l->mode = mode;
-	l->order = order;
+	l->order = hs->order;
+	l->same_host = hs->same_host;
 	l->events = EPOLLIN;
 	oxr_link_to(l, LINK_OPEN);
 	l->last_rx = l->last_tx = oxr_now_ms();
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s) open",
-		g->rank, peer, addr, order ? "little" : "network",
-		mode == OXR_LINK_AUTH ? "auth" : "openxm", ops->name);
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s, %s) open",
+		g->rank, peer, addr, hs->order ? "little" : "network",
+		mode == OXR_LINK_AUTH ? "auth" : "openxm", ops->name,
+		hs->same_host > 0 ? "this host" : hs->same_host ? "host unknown" : "another host");
 	return OXR_OK;
 }
 

@@ -25,6 +25,7 @@ struct oxr_ctx {
 	int prov_required;       /* OXR_TRANSPORT named it: no silent fall back to tcp */
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
+	uint8_t host_id[16];     /* OXR_HOST_ID, hashed: links compare it (link_handshake.c) */
 	char local_cc[16];       /* OXR_TCP_LOCAL_CC: congestion control of same-host links ("": the system's) */
 	oxr_ctx_params params;   /* every knob, read once (params.c) */
 	char *param_strs;        /* the strings params points to */
@@ -99,17 +100,24 @@ struct oxr_req {
 	oxr_req *next_posted; /* an unmatched irecv, in g->posted */
 };
 
+/* What a handshake settled: the link's byte order, and whether the peer is
+ * on this host (1, 0; -1 on an OpenXM link, which cannot say). */
+struct oxr_link_hs {
+	int order;
+	int same_host;
+};
+
 /* link_handshake.c: runs the byte-order exchange and, for OXR_LINK_AUTH,
  * the token proof.  Acceptor: *peer is in/out (in: the rank it expects, -1
  * any higher than mine not yet linked; out: the rank proved).  Fails with
  * the reason. */
 oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
-				const char *addr, int timeout_ms, int *order);
+				const char *addr, int timeout_ms, struct oxr_link_hs *hs);
 
 /* progress.c */
 /* The link is open on fd, its stream carried by ops (priv: their state). */
 struct oxr_link_ops;
-oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, int order,
+oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const struct oxr_link_hs *hs,
 			     const char *addr, const struct oxr_link_ops *ops, void *priv);
 void oxr_link_close(oxr_group *g, struct link *l);
 /* Bounded wait for what the link has posted but not completed. */

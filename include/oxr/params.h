@@ -69,7 +69,8 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_SERVER_TIMEOUT_MS (1ull << 35)
 #define OXR_CTX_PARAM_SERVER (1ull << 36)
 #define OXR_CTX_PARAM_MASTER_HOST (1ull << 37)
-#define OXR_CTX_PARAM_ALL ((1ull << 38) - 1)
+#define OXR_CTX_PARAM_HOST_ID (1ull << 38)
+#define OXR_CTX_PARAM_ALL ((1ull << 39) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -125,6 +126,7 @@ typedef struct oxr_ctx_params {
 	long server_timeout_ms;
 	const char *server;
 	const char *master_host;
+	const char *host_id; /* which ranks share a host: NULL, this kernel's boot id + host name */
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

@@ -142,6 +142,11 @@ OXR_API oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int p
 OXR_API int oxr_link_is_open(const oxr_group *g, int peer);
 /* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
 OXR_API const char *oxr_link_transport(const oxr_group *g, int peer);
+/* Where the peer of an authenticated link runs: 1 on this host (the same
+ * OXR_HOST_ID: the same kernel boot and host name by default), 0 on
+ * another, -1 when no link is open or it is an OpenXM link (the RFC-102
+ * handshake cannot tell). */
+OXR_API int oxr_link_same_host(const oxr_group *g, int peer);
 /* Negotiated byte order of the link (OXR_ORDER_*), or an error. */
 OXR_API oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order);
 

@@ -24,8 +24,10 @@ static void ctx_on(oxr_ctx **c, const struct provider *pv)
 	cr_assert_str_eq(oxr_ctx_transport(*c), pv->name, "a context asked for %s", pv->name);
 }
 
+/* var (when not NULL): va in the environment of a's context, vb in b's */
 static void setup(struct pair *p, int n, const char *order_a, const char *order_b,
-		  const char *tr_a, const char *tr_b, const struct provider *pv)
+		  const char *tr_a, const char *tr_b, const struct provider *pv,
+		  const char *var, const char *va, const char *vb)
 {
 	uint8_t tok[32];
 
@@ -35,12 +37,18 @@ static void setup(struct pair *p, int n, const char *order_a, const char *order_
 	setenv("OXR_ORDER", order_a, 1);
 	if (tr_a)
 		setenv("OXR_TRANSPORT", tr_a, 1);
+	if (var)
+		setenv(var, va, 1);
 	ctx_on(&p->ca, pv);
 	setenv("OXR_ORDER", order_b, 1);
 	if (tr_b)
 		setenv("OXR_TRANSPORT", tr_b, 1);
+	if (var)
+		setenv(var, vb, 1);
 	ctx_on(&p->cb, pv);
 	unsetenv("OXR_ORDER");
+	if (var)
+		unsetenv(var);
 	cr_assert_eq(oxr_group_create(p->ca, n, 0, &p->a), OXR_OK);
 	cr_assert_eq(oxr_group_create(p->cb, n, 1, &p->b), OXR_OK);
 	cr_assert_eq(oxr_group_set_token(p->a, tok, 32), OXR_OK);
@@ -50,18 +58,24 @@ static void setup(struct pair *p, int n, const char *order_a, const char *order_
 
 void make_pair(struct pair *p, int n, const char *order_a, const char *order_b)
 {
-	setup(p, n, order_a, order_b, NULL, NULL, NULL);
+	setup(p, n, order_a, order_b, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 void make_pair_on(struct pair *p, const struct provider *pv, int n, const char *order_a,
 		  const char *order_b)
 {
-	setup(p, n, order_a, order_b, NULL, NULL, pv);
+	setup(p, n, order_a, order_b, NULL, NULL, pv, NULL, NULL, NULL);
+}
+
+void make_pair_env(struct pair *p, const struct provider *pv, const char *var, const char *va,
+		   const char *vb)
+{
+	setup(p, 2, "little", "little", NULL, NULL, pv, var, va, vb);
 }
 
 void make_pair_tr(struct pair *p, int n, const char *tr_a, const char *tr_b)
 {
-	setup(p, n, "little", "little", tr_a, tr_b, NULL);
+	setup(p, n, "little", "little", tr_a, tr_b, NULL, NULL, NULL, NULL);
 }
 
 void free_pair(struct pair *p)

@@ -28,6 +28,10 @@ void make_pair(struct pair *p, int n, const char *order_a, const char *order_b);
  * whatever the environment says; link_up then checks that the link is on pv. */
 void make_pair_on(struct pair *p, const struct provider *pv, int n, const char *order_a,
 		  const char *order_b);
+/* Like make_pair_on (groups of 2, little-endian), with the environment
+ * variable var set to va for a's context and vb for b's (unset after). */
+void make_pair_env(struct pair *p, const struct provider *pv, const char *var, const char *va,
+		   const char *vb);
 void free_pair(struct pair *p);
 /* Accepts rank 1 on p->port in p->mode (a thread body). */
 void *acceptor(void *arg);

@@ -69,6 +69,34 @@ PROVIDER_TEST(link, auth_link_both_orders)
 	}
 }
 
+/* The handshake tells each side whether its peer is on this host (what
+ * shared memory needs): by default both ends here are; OXR_HOST_ID set
+ * apart (containers on one kernel) makes them two hosts; set alike, one. */
+PROVIDER_TEST(link, the_handshake_says_whether_the_peer_is_on_this_host)
+{
+	static const char *const ids[][3] = {
+		{ NULL, NULL, "1" }, { "node-a", "node-b", "0" }, { "rack7", "rack7", "1" },
+	};
+	struct pair p;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (ids[i][0])
+			make_pair_env(&p, pv, "OXR_HOST_ID", ids[i][0], ids[i][1]);
+		else
+			make_pair_on(&p, pv, 2, "little", "little");
+		cr_assert_eq(oxr_link_same_host(p.a, 1), -1, "no link yet: unknown");
+		cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(p.st_accept, OXR_OK, "%s", p.err_accept);
+		cr_assert_eq(oxr_link_same_host(p.a, 1), atoi(ids[i][2]), "OXR_HOST_ID %s / %s",
+			     ids[i][0] ? ids[i][0] : "(default)", ids[i][1] ? ids[i][1] : "(default)");
+		cr_assert_eq(oxr_link_same_host(p.b, 0), atoi(ids[i][2]), "and the same both ways");
+		cr_assert_eq(oxr_link_same_host(p.a, 7), -1, "no such rank: unknown");
+		exchange(&p);
+		free_pair(&p);
+	}
+}
+
 PROVIDER_TEST(link, wrong_token_is_refused_both_ways)
 {
 	struct pair p;
@@ -176,6 +204,7 @@ Test(link, openxm_mode_talks_to_an_asir_style_peer)
 	pthread_join(t, NULL);
 	cr_assert_eq(x.st, OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(theirs, 1, "oxr asks for little-endian on this host");
+	cr_assert_eq(oxr_link_same_host(p.a, 1), -1, "RFC-102's handshake cannot say the host");
 
 	/* asir sends OX_DATA (CMO_ZZ 123123) with its global serial, little-endian */
 	n = unhex("02020000 2a000000 14000000 01000000 f3e00100", b);
