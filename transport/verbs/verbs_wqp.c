@@ -234,6 +234,15 @@ static int post_recvs(struct link *l, struct vwqp *w, uint32_t n)
 	return n ? ibv_post_recv(w->qp, wr, &bad) : 0;
 }
 
+/* The receive WRs owed for slots taken since the last batch, posted. */
+static oxr_status_t give_back_recvs(struct link *l, struct vwqp *w)
+{
+	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
+		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
+	w->rq_owed = 0;
+	return OXR_OK;
+}
+
 /* This epoch's QP and inbox, created (INIT) and offered to the peer. */
 static oxr_status_t open_qp(oxr_group *g, struct link *l, struct vwqp *w)
 {
@@ -436,9 +445,8 @@ static oxr_status_t tell_taken(struct link *l, struct vwqp *w, int force)
 	    w->posted - w->completed >= WQP_SQ)
 		return OXR_OK; /* an owed one goes with the next completion */
 	/* every slot it may fill again has its receive WR first: never an RNR */
-	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
-		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
-	w->rq_owed = 0;
+	if (give_back_recvs(l, w))
+		return OXR_ERR_IO;
 	/* counts only grow: a later one read in its place says no less */
 	st64(src, w->box_taken);
 	wr.wr_id = WR_ID(oxr_link_peer(l), WR_WIN);
@@ -489,13 +497,9 @@ static void took_record(oxr_group *g, struct link *l, struct vwqp *w, const stru
 	w->box_taken++;
 	/* receive WRs go back a batch at a time, and all before the peer hears
 	 * of the free slots (tell_taken) */
-	if (++w->rq_owed >= BOX_SLOTS / 4) {
-		if (post_recvs(l, w, w->rq_owed)) {
-			oxr_link_fail(g, l, OXR_ERR_IO, "verbs: receive WRs of a window QP: %s",
-				      strerror(errno));
-			return;
-		}
-		w->rq_owed = 0;
+	if (++w->rq_owed >= BOX_SLOTS / 4 && give_back_recvs(l, w)) {
+		oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
+		return;
 	}
 	if (tell_taken(l, w, kind == REC_FENCE))
 		oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
@@ -718,9 +722,8 @@ static oxr_status_t post_record(struct link *l, struct vwqp *w, uint32_t kind,
 
 	/* the record carries what this side took of the peer's: the receive
 	 * WRs of those slots go first */
-	if (w->rq_owed && post_recvs(l, w, w->rq_owed))
-		return oxr_err(OXR_ERR_IO, "verbs: receive WRs of a window QP: %s", strerror(errno));
-	w->rq_owed = 0;
+	if ((st = give_back_recvs(l, w)))
+		return st;
 	rec.imm_data = htonl(k | kind << IMM_KIND | (uint32_t)(w->box_taken << IMM_SHIFT));
 	oxr_store32(r, n->id, OXR_ORDER_LITTLE);
 	oxr_store32(r + 4, n->value, OXR_ORDER_LITTLE);
