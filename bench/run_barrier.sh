@@ -17,6 +17,9 @@
 #     --spin-sweep  also oxr's bitmap barrier at 8 ranks with OXR_COLL_SPIN_US
 #                   = 0 200 1000 5000 and OXR_SPIN_US = 0 50 200
 set -euo pipefail
+# oxr over TCP unless told: its peer here is Open MPI's tcp BTL (auto would
+# take shared memory between these ranks; run_pingpong.sh --shm compares that)
+export OXR_TRANSPORT=${OXR_TRANSPORT:-tcp}
 cd "$(dirname "$0")/.."
 
 build=build iters=2000 sizes="2 4 8 16" runs=1 sweep=0

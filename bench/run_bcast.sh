@@ -16,6 +16,9 @@
 #     -B DIR    the build with bin/oxr-run, bin/bench_bcast, bin/mpi_bcast
 #               (default: build)
 set -euo pipefail
+# oxr over TCP unless told: its peer here is Open MPI's tcp BTL (auto would
+# take shared memory between these ranks; run_pingpong.sh --shm compares that)
+export OXR_TRANSPORT=${OXR_TRANSPORT:-tcp}
 cd "$(dirname "$0")/.."
 
 build=build quick=() sweep=0 sizes="2 4 8 16"

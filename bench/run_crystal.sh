@@ -13,6 +13,9 @@
 #     -r N  N rounds of everything, oxr and MPI alternating; the table takes each
 #           figure's best round for all alike (default 1)
 set -euo pipefail
+# oxr over TCP unless told: its peer here is Open MPI's tcp BTL (auto would
+# take shared memory between these ranks; run_pingpong.sh --shm compares that)
+export OXR_TRANSPORT=${OXR_TRANSPORT:-tcp}
 cd "$(dirname "$0")/.."
 
 build=build bytes=64 out='' args=() runs=1

@@ -8,8 +8,12 @@
 # It exits 0 whether the goals are met or not (it measures; it does not
 # judge the build), non-zero only when a program fails.
 #
-#   bench/run_pingpong.sh [--quick] [-r N] [--spin-sweep] [-B BUILD_DIR] [-o OUT_DIR]
+# With --shm: oxr over shared memory (OXR_TRANSPORT=shm) against Open MPI
+# as installed, its default transports (vader/sm shared memory, CMA).
+#
+#   bench/run_pingpong.sh [--quick] [--shm] [-r N] [--spin-sweep] [-B BUILD_DIR] [-o OUT_DIR]
 #     --quick       short runs (a few seconds each), for ci/demo
+#     --shm         shared memory on both sides (see above)
 #     -r N          N runs of each, alternating oxr and MPI; the table takes
 #                   each figure's best run for both alike (default 1)
 #     --spin-sweep  also run oxr (quick) with OXR_SPIN_US = 0 50 200 1000
@@ -19,15 +23,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build out='' quick=() sweep=0 runs=1
+build=build out='' quick=() sweep=0 runs=1 shm=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=(--quick) ;;
 	--spin-sweep) sweep=1 ;;
+	--shm) shm=1 ;;
 	-B) build=$2; shift ;;
 	-r) runs=$2; shift ;;
 	-o) out=$2; shift ;;
-	*) echo "usage: $0 [--quick] [-r N] [--spin-sweep] [-B BUILD_DIR] [-o OUT_DIR]" >&2
+	*) echo "usage: $0 [--quick] [--shm] [-r N] [--spin-sweep] [-B BUILD_DIR] [-o OUT_DIR]" >&2
 	   exit 2 ;;
 	esac
 	shift
@@ -49,6 +54,14 @@ done
 # this; --oversubscribe: the machine may have fewer cores than ranks.
 MPI_FLAGS=(-np 2 --oversubscribe --bind-to none --mca pml ob1 --mca btl 'tcp,self'
 	--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+mpi_btl=tcp oxr_name=TCP mpi_name="tcp BTL"
+export OXR_TRANSPORT=tcp
+if [ $shm = 1 ]; then
+	# as installed: whatever Open MPI picks between two ranks of one host
+	MPI_FLAGS=(-np 2 --oversubscribe --bind-to none --mca oob_tcp_if_include lo)
+	mpi_btl='(vader|sm)' oxr_name=shm mpi_name="default: shared memory"
+	export OXR_TRANSPORT=shm
+fi
 if [ "$(id -u)" -eq 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
@@ -79,9 +92,9 @@ run_mpi() {
 	       sed -n 's/.*mca: bml: Using \([a-z0-9]*\) btl for send to .*/\1/p' |
 	       sort | uniq -c | tr -s ' \n' ' ')
 	echo "BTLs in use (count of peer paths): ${btls:-none reported}"
-	if ! grep -q 'Using tcp btl' "$o.out" "$o.err" ||
-	   grep -Eq 'Using (vader|sm|smcuda|openib|uct) btl' "$o.out" "$o.err"; then
-		echo "$0: Open MPI did not use the tcp BTL between the ranks; see $o.err" >&2
+	if ! grep -Eq "Using $mpi_btl btl for send to \[\[[0-9]+,[0-9]+\],1\]" "$o.out" "$o.err" ||
+	   { [ $shm = 0 ] && grep -Eq 'Using (vader|sm|smcuda|openib|uct) btl' "$o.out" "$o.err"; }; then
+		echo "$0: Open MPI did not use the $mpi_btl BTL between the ranks; see $o.err" >&2
 		exit 1
 	fi
 }
@@ -127,7 +140,7 @@ size_name() {
 	else echo "$1 B"; fi
 }
 
-say "side by side: oxr (TCP) against Open MPI (tcp BTL), same run"
+say "side by side: oxr ($oxr_name) against Open MPI ($mpi_name), same run"
 lat_sizes=(8 64 512 4096 32768 262144 1048576 4194304)
 bw_sizes=(4096 65536 1048576 4194304)
 printf '%-8s %21s %21s %9s\n' latency "oxr med (min) us" "MPI med (min) us" "oxr/MPI"

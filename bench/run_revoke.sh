@@ -4,6 +4,9 @@
 # soft-RoCE guest: ci/rxe-guest -- bench/run_revoke.sh, verbs).
 #   bench/run_revoke.sh [-B BUILD_DIR] [-i ROUNDS]
 set -euo pipefail
+# oxr over TCP unless told: its peer here is Open MPI's tcp BTL (auto would
+# take shared memory between these ranks; run_pingpong.sh --shm compares that)
+export OXR_TRANSPORT=${OXR_TRANSPORT:-tcp}
 cd "$(dirname "$0")/.."
 build=build rounds=50
 while [ $# -gt 0 ]; do

@@ -142,7 +142,8 @@ static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int 
 	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &hs);
 
 	if (st == OXR_OK && mode == OXR_LINK_AUTH)
-		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, timeout_ms, &ops, &priv);
+		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, hs.same_host, timeout_ms, &ops,
+				      &priv);
 	if (st) {
 		close(fd);
 		return st;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "oxr_internal.h"
 #include "link.h"
@@ -55,6 +56,19 @@ void oxr_link_socket_end(oxr_group *g, struct link *l, ssize_t k)
 			      l->addr, k < 0 ? strerror(e) : k == 0 ? "the peer went away in "
 			      "the middle of a message" : "bytes on the socket under its stream");
 	}
+}
+
+void oxr_link_quiet_socket(oxr_group *g, struct link *l)
+{
+	uint8_t b;
+	ssize_t k;
+
+	if (!link_up(l))
+		return;
+	k = recv(l->fd, &b, 1, MSG_DONTWAIT);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	oxr_link_socket_end(g, l, k);
 }
 
 struct link *oxr_link_at(oxr_group *g, int peer)

@@ -10,7 +10,9 @@
  *   "OXRR" u32 status (0: my side is ready to receive)  -- only when both offered
  * The second exchange keeps either side from writing into a QP that the
  * other has not moved to RTR yet.  A provider's connect may use the socket
- * between the two (verbs with OXR_VERBS_CM=rdmacm does).
+ * between the two (verbs with OXR_VERBS_CM=rdmacm does).  Between ranks of
+ * one host the host provider (shm) has a round of its own first; when
+ * either side declines it, the network provider's round follows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,30 +32,29 @@ static oxr_status_t swap(int fd, const uint8_t *mine, uint8_t *theirs, size_t n,
 	return st ? st : oxr_tcp_io(fd, theirs, n, 0, deadline, addr);
 }
 
-oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
-			      int timeout_ms, const struct oxr_link_ops **ops, void **priv)
+/* One offer round with provider p (NULL: this side offers nothing).  Sets
+ * *ops and *priv when both sides took p; leaves them when either declined
+ * (the caller tries the next provider); fails when p was required. */
+static oxr_status_t offer_round(oxr_group *g, const struct oxr_provider *p, int required, int fd,
+				int peer, int acceptor, const char *addr, int64_t deadline,
+				const struct oxr_link_ops **ops, void **priv)
 {
-	const struct oxr_provider *p = g->ctx->prov;
-	const char *name = p->name;
-	int required = g->ctx->prov_required;
-	int64_t deadline = oxr_now_ms() + timeout_ms;
+	const char *name = p ? p->name : "none";
 	uint8_t mine[8 + OXR_OFFER_MAX] = { 0 }, theirs[8 + OXR_OFFER_MAX];
 	uint8_t ok[8], peer_ok[8];
 	uint32_t n_mine = 0, n_theirs;
 	oxr_status_t st, cst = OXR_OK;
 	void *pv = NULL;
 
-	*ops = &oxr_tcp_link_ops;
-	*priv = NULL;
-	if (p->offer) {
+	if (p && p->offer) {
 		st = p->offer(g, peer, &pv, mine + 8);
 		if (st == OXR_OK)
 			n_mine = (uint32_t)p->offer_bytes;
 		else if (required)
 			return st;
 		else
-			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: link to rank %d stays on tcp: %s",
-				g->rank, peer, oxr_errmsg());
+			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: link to rank %d not on %s: %s",
+				g->rank, peer, name, oxr_errmsg());
 	}
 	oxr_store32(mine, TAG_OFFER, OXR_ORDER_LITTLE);
 	oxr_store32(mine + 4, n_mine, OXR_ORDER_LITTLE);
@@ -75,9 +76,9 @@ oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, cons
 			goto fail;
 		}
 		if (n_mine)
-			oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: rank %d has no %s: tcp link",
-				g->rank, peer, name);
-		goto tcp;
+			oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: rank %d has no %s", g->rank, peer,
+				name);
+		goto declined;
 	}
 	cst = p->connect(g, pv, theirs + 8, acceptor, fd, addr, deadline);
 	if (cst)
@@ -101,7 +102,7 @@ oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, cons
 					 "connect its side (its log says why)", peer, addr);
 		goto fail;
 	}
-tcp:
+declined:
 	if (pv)
 		p->link_ops->destroy(g, pv);
 	return OXR_OK;
@@ -109,4 +110,27 @@ fail:
 	if (pv)
 		p->link_ops->destroy(g, pv);
 	return st;
+}
+
+oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
+			      int same_host, int timeout_ms, const struct oxr_link_ops **ops,
+			      void **priv)
+{
+	const oxr_ctx *c = g->ctx;
+	int64_t deadline = oxr_now_ms() + timeout_ms;
+	oxr_status_t st;
+
+	*ops = &oxr_tcp_link_ops;
+	*priv = NULL;
+	/* both sides know whether they share a host (the handshake compared
+	 * host ids), so both run this round or neither; a side without a host
+	 * provider (OXR_SHM=0) takes part with an empty offer */
+	if (same_host > 0) {
+		st = offer_round(g, c->hprov, c->hprov_required, fd, peer, acceptor, addr, deadline,
+				 ops, priv);
+		if (st || *ops != &oxr_tcp_link_ops)
+			return st;
+	}
+	return offer_round(g, c->prov, c->prov_required, fd, peer, acceptor, addr, deadline, ops,
+			   priv);
 }

@@ -45,7 +45,7 @@ struct knob {
 	{ ROW(X, f, K_STR), .uhi = len, .sdef = d, .def_text = text, .doc = what }
 
 static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
-static const char *const transports[] = { "auto", "tcp", "verbs", NULL };
+static const char *const transports[] = { "auto", "tcp", "verbs", "shm", NULL };
 static const char *const orders[] = { "network", "little", NULL };
 static const char *const cms[] = { "tcp", "rdmacm", NULL };
 static const char *const boots[] = { "singleton", "run", "pmix", NULL };
@@ -64,7 +64,12 @@ static const struct knob knobs[] = {
 	     "2^26", "most nodes in one object"),
 	SIZE(CMO_PREALLOC_BYTES, cmo_prealloc_bytes, 0, UINT64_MAX, 1,
 	     OXR_CMO_DEFAULT_PREALLOC_BYTES, "16 MiB", "a claimed payload allocated whole up to this"),
-	WORD(TRANSPORT, transport, transports, 0, "auto", "auto, tcp or verbs"),
+	WORD(TRANSPORT, transport, transports, 0, "auto",
+	     "auto, tcp, verbs or shm (shm on this host, tcp to others)"),
+	INT(SHM, shm, 0, 1, -1, "1 under auto and shm, else 0",
+	    "links to ranks on this host through shared memory"),
+	SIZE(SHM_RING_BYTES, shm_ring_bytes, 4096, 1u << 30, 4096, 256u << 10, "256 KiB",
+	     "bytes of a shm link's ring, each way (a power of two)"),
 	STR(DEVICE, device, 63, NULL, "nearest", "RDMA device name or name:port"),
 	INT(GID_INDEX, gid_index, 0, 65535, -1, "IPv4-mapped", "GID table index"),
 	INT(VERBS_SLOTS, verbs_slots, 4, 4096, 64, "64", "receive ring slots per verbs link"),

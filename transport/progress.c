@@ -175,6 +175,8 @@ void oxr_link_engine_free(oxr_group *g)
 {
 	if (g->ctx->prov->group_free)
 		g->ctx->prov->group_free(g);
+	if (g->ctx->hprov && g->ctx->hprov->group_free)
+		g->ctx->hprov->group_free(g);
 }
 
 int oxr_link_buffered(const struct link *l)
@@ -306,8 +308,7 @@ void oxr_link_read(oxr_group *g, struct link *l)
 				}
 				break;
 			}
-			if (fd_stream(l))
-				g->fd_moved += (uint64_t)k;
+			g->fd_moved += (uint64_t)k;
 			if (g->ctx->heartbeat_ms)
 				l->last_rx = oxr_now_ms();
 			if (direct) {
@@ -367,8 +368,7 @@ void oxr_link_write(oxr_group *g, struct link *l)
 			return;
 		}
 		op->left -= (size_t)k;
-		if (fd_stream(l))
-			g->fd_moved += (uint64_t)k;
+		g->fd_moved += (uint64_t)k;
 		if (g->ctx->heartbeat_ms)
 			l->last_tx = oxr_now_ms();
 		while (k > 0) { /* resume inside a partly written iovec next time */
@@ -429,6 +429,27 @@ static void heartbeat(oxr_group *g)
 	}
 }
 
+/* The providers that hold group state (a CQ, a doorbell) move what came. */
+static oxr_status_t poll_providers(oxr_group *g, int *got)
+{
+	int k = 0;
+	oxr_status_t st = OXR_OK;
+
+	*got = 0;
+	if (g->pgroup && (st = g->ctx->prov->poll(g, got)))
+		return st;
+	if (g->hgroup && (st = g->ctx->hprov->poll(g, &k)))
+		return st;
+	*got += k;
+	return OXR_OK;
+}
+
+/* 1: something came while arming, do not sleep. */
+static int arm_providers(oxr_group *g)
+{
+	return (g->pgroup && g->ctx->prov->arm(g)) || (g->hgroup && g->ctx->hprov->arm(g));
+}
+
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 {
 	struct epoll_event ev[32];
@@ -443,10 +464,9 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
 		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
 
-	if (g->pgroup) {
-		const struct oxr_provider *p = g->ctx->prov;
+	if (g->pgroup || g->hgroup) {
 		int got;
-		oxr_status_t st = p->poll(g, &got);
+		oxr_status_t st = poll_providers(g, &got);
 		if (st)
 			return st;
 		/* When no link's stream is a socket, the sockets only ever tell a
@@ -457,7 +477,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		if (timeout_ms == 0 && !g->fd_links && (round & 255))
 			return OXR_OK;
 		/* a sleep needs the provider armed, and nothing arriving meanwhile */
-		if (got || (timeout_ms != 0 && p->arm(g)))
+		if (got || (timeout_ms != 0 && arm_providers(g)))
 			timeout_ms = 0;
 	}
 	/* A spinning round of a pair on TCP reads the one socket itself: when
@@ -469,7 +489,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * lock twice while the peer's ACKs wait behind it, and each write would
 	 * add what little room came back; epoll_wait takes no lock and says
 	 * writable when a third of the buffer is free. */
-	if (timeout_ms == 0 && !g->pgroup && g->size == 2 && g->fd_links == 1) {
+	if (timeout_ms == 0 && !g->pgroup && !g->hgroup && g->size == 2 && g->fd_links == 1) {
 		struct link *l = &g->links[1 - g->rank];
 		if (link_up(l) && !l->sq_head) {
 			if (l->events & EPOLLIN)
@@ -482,6 +502,10 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		return errno == EINTR ? OXR_OK : oxr_err(OXR_ERR_IO, "epoll_wait: %s", strerror(errno));
 	for (i = 0; i < n; i++) {
 		struct link *l;
+		if (ev[i].data.u32 >= OXR_EPOLL_HOST) {
+			g->ctx->hprov->event(g, ev[i].data.u32);
+			continue;
+		}
 		if (ev[i].data.u32 >= OXR_EPOLL_PROVIDER) {
 			g->ctx->prov->event(g, ev[i].data.u32);
 			continue;

@@ -3,9 +3,15 @@
  * The registry of link providers, and the choice of one for a context.
  * The only file that knows which providers this build holds.
  *
- * auto: the first provider that opens, in the order below (a hardware HCA,
- * else soft-RoCE or siw: the verbs provider ranks devices itself), else tcp;
- * a named one: it opens, or an error that says why and what to do.  One log
+ * A context has a network provider, for links to other hosts, and may have
+ * a host provider (shm) for links to ranks on this host.
+ *   auto: shm for this host (unless OXR_SHM=0), and the first network
+ *         provider that opens, in the order below (a hardware HCA, else
+ *         soft-RoCE or siw: the verbs provider ranks devices itself), else tcp;
+ *   shm:  shm for this host, required; tcp to other hosts;
+ *   tcp, verbs: that provider for every link (as UCX_TLS names them), shm
+ *         too only with OXR_SHM=1.
+ * A named provider opens, or an error says why and what to do.  One log
  * line says which provider carries the links and why.
  */
 #include <stdio.h>
@@ -59,7 +65,35 @@ static oxr_status_t open_one(oxr_ctx *c, const struct oxr_provider *p, int requi
 	return st;
 }
 
+static oxr_status_t choose_net(oxr_ctx *c, const char *want);
+
 oxr_status_t oxr_provider_choose(oxr_ctx *c, const char *want)
+{
+	long shm = c->params.shm;
+	int named_shm = want && !strcmp(want, "shm");
+	oxr_status_t st;
+
+	if ((st = choose_net(c, named_shm ? "tcp" : want)))
+		return st;
+	if (named_shm) {
+		c->transport = "shm";
+		c->prov_required = 0;
+	}
+	if (shm == 0 || (shm < 0 && want && !named_shm))
+		return OXR_OK;
+	st = oxr_shm_provider.ctx_open(c, &c->params, named_shm || shm > 0, &c->hctx);
+	if (st) {
+		oxr_provider_release(c);
+		return oxr_err(st, "shared memory: %s", oxr_errmsg());
+	}
+	c->hprov = &oxr_shm_provider;
+	c->hprov_required = named_shm;
+	oxr_log(c, OXR_LOG_INFO, "transport shm for ranks on this host (%s)",
+		named_shm ? "OXR_TRANSPORT=shm" : shm > 0 ? "OXR_SHM=1" : "OXR_SHM=0 turns it off");
+	return OXR_OK;
+}
+
+static oxr_status_t choose_net(oxr_ctx *c, const char *want)
 {
 	const struct oxr_provider *p;
 	char why[256] = "";
@@ -95,4 +129,8 @@ void oxr_provider_release(oxr_ctx *c)
 	if (c->prov && c->prov->ctx_close)
 		c->prov->ctx_close(c->pctx);
 	c->pctx = NULL;
+	if (c->hprov && c->hprov->ctx_close)
+		c->hprov->ctx_close(c->hctx);
+	c->hctx = NULL;
+	c->hprov = NULL;
 }

@@ -9,12 +9,14 @@
  * insides of struct link (link.h).
  *
  * Every link starts on a socket (link_handshake.c proves the peer); then
- * the group's provider may offer to carry the stream (link_upgrade.c).  A
- * link whose stream stays on the socket uses the tcp provider's ops.  The
- * socket stays open under any provider: its EOF is how a dead peer shows.
+ * the context's providers may offer to carry the stream (link_upgrade.c):
+ * for a peer on this host its host provider first (shm), then its network
+ * provider (verbs).  A link whose stream stays on the socket uses the tcp
+ * provider's ops.  The socket stays open under any provider: its EOF is how
+ * a dead peer shows.
  *
- * Providers live in folders of their own (tcp/, verbs/); provider.c is
- * their registry, the only file that knows which are built in.
+ * Providers live in folders of their own (tcp/, verbs/, shm/); provider.c
+ * is their registry, the only file that knows which are built in.
  */
 #ifndef OXR_PROVIDER_H
 #define OXR_PROVIDER_H
@@ -136,9 +138,14 @@ void oxr_provider_release(oxr_ctx *c);
 /* The stream of a link nobody upgraded: its socket (tcp/tcp_provider.c). */
 extern const struct oxr_link_ops oxr_tcp_link_ops;
 extern const struct oxr_provider oxr_tcp_provider;
+/* Links to ranks on this host (shm/shm_provider.c). */
+extern const struct oxr_provider oxr_shm_provider;
 
-/* Epoll keys a provider may add to the group's set (links use their rank). */
+/* Epoll keys a provider may add to the group's set (links use their rank):
+ * the network provider's from OXR_EPOLL_PROVIDER, the host provider's from
+ * OXR_EPOLL_HOST. */
 #define OXR_EPOLL_PROVIDER 0xffffff00u
+#define OXR_EPOLL_HOST 0xffffff80u
 
 /* ---- handlers: what a provider calls ---- */
 /* l's stream can move: readable (decode what arrived), writable (send what waits). */
@@ -155,6 +162,9 @@ void oxr_put_landed(oxr_group *g, struct link *l, const struct oxr_put_note *n, 
 void oxr_put_refused(oxr_group *g, struct link *l, uint32_t id, const char *why);
 /* The socket under l read k (0: EOF; <0: error, with errno): the peer's end. */
 void oxr_link_socket_end(oxr_group *g, struct link *l, ssize_t k);
+/* The socket under l (whose stream a provider carries, so the socket is
+ * quiet) became readable: reads it, and a read is the peer's end. */
+void oxr_link_quiet_socket(oxr_group *g, struct link *l);
 
 /* ---- accessors ---- */
 struct link *oxr_link_at(oxr_group *g, int peer);
@@ -168,7 +178,8 @@ int oxr_link_is_auth(const struct link *l);  /* OXR_LINK_AUTH (a group member) *
 int oxr_link_sending(const struct link *l);  /* messages wait to be written */
 const char *oxr_link_error(const struct link *l); /* why it failed */
 oxr_status_t oxr_link_err(const struct link *l);
-/* A provider keeps its group state in g->pgroup and its context's in
- * g->ctx->pctx; g->epfd is the set it may add fds to (OXR_EPOLL_PROVIDER). */
+/* A network provider keeps its group state in g->pgroup and its context's
+ * in g->ctx->pctx, the host provider in g->hgroup and g->ctx->hctx; g->epfd
+ * is the set they may add fds to (OXR_EPOLL_PROVIDER, OXR_EPOLL_HOST). */
 
 #endif

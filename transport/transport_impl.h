@@ -23,6 +23,11 @@ struct oxr_ctx {
 	const struct oxr_provider *prov; /* what offers to carry the links (provider.h) */
 	void *pctx;              /* its context (a device) */
 	int prov_required;       /* OXR_TRANSPORT named it: no silent fall back to tcp */
+	/* the provider of links to ranks on this host (shm), NULL: none; its
+	 * context; required: OXR_TRANSPORT=shm, no fall back to prov */
+	const struct oxr_provider *hprov;
+	void *hctx;
+	int hprov_required;
 	volatile sig_atomic_t *intr; /* oxr_ctx_set_interrupt: nonzero ends waits */
 	int heartbeat_ms;        /* OXR_HEARTBEAT_MS: a silent authenticated peer fails (0: off) */
 	uint8_t host_id[16];     /* OXR_HOST_ID, hashed: links compare it (link_handshake.c) */
@@ -35,7 +40,7 @@ struct oxr_ctx {
  * environment; oxr_params_own copies the strings into one block to free. */
 oxr_status_t oxr_params_resolve(const oxr_ctx_params *over, oxr_ctx_params *out);
 char *oxr_params_own(oxr_ctx_params *p);
-/* The name of params' transport word (0: auto, 1: tcp, 2: verbs ...). */
+/* The name of params' transport word (0: auto, 1: tcp, 2: verbs, 3: shm). */
 const char *oxr_params_transport_name(int transport);
 
 void oxr_log(const oxr_ctx *c, int level, const char *fmt, ...)
@@ -69,11 +74,12 @@ struct oxr_group {
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
 	void *pgroup;           /* the provider's part of the group (a CQ) */
+	void *hgroup;           /* the host provider's (shm: a doorbell) */
 	int fd_links;           /* open links whose stream is a socket */
 	unsigned spins;         /* spinning rounds, to read sockets and the clock now and then */
 	struct sendop *spare_op; /* oxr_send's op, kept for the next one */
 	unsigned quiet_sends;   /* blocking sends done, to read the links now and then */
-	uint64_t fd_moved;      /* bytes read and written on sockets: a wait spins while they move */
+	uint64_t fd_moved;      /* bytes read and written on links: a wait spins while they move */
 	/* revoke and reset (revoke.c) */
 	uint64_t gid;           /* with the epoch, what a revoke names */
 	/* the state (group_state.c writes these two, nothing else does) */
@@ -132,10 +138,12 @@ void oxr_link_read(oxr_group *g, struct link *l);
 /* Writes what the link's send queue has, as far as the link takes it now. */
 void oxr_link_write(oxr_group *g, struct link *l);
 /* link_upgrade.c: on an OXR_LINK_AUTH link both sides offer their
- * provider's link over the socket; when both can, *ops and *priv carry the
- * stream, else the tcp provider's ops (priv NULL). */
+ * providers' links over the socket (the host provider's first when the
+ * handshake found the peer on this host: same_host > 0); when both can,
+ * *ops and *priv carry the stream, else the tcp provider's ops (priv NULL). */
 oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
-			      int timeout_ms, const struct oxr_link_ops **ops, void **priv);
+			      int same_host, int timeout_ms, const struct oxr_link_ops **ops,
+			      void **priv);
 /* One round: waits up to timeout_ms for events (0: just polls). */
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the group is

@@ -70,7 +70,9 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_SERVER (1ull << 36)
 #define OXR_CTX_PARAM_MASTER_HOST (1ull << 37)
 #define OXR_CTX_PARAM_HOST_ID (1ull << 38)
-#define OXR_CTX_PARAM_ALL ((1ull << 39) - 1)
+#define OXR_CTX_PARAM_SHM (1ull << 39)
+#define OXR_CTX_PARAM_SHM_RING_BYTES (1ull << 40)
+#define OXR_CTX_PARAM_ALL ((1ull << 41) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -79,11 +81,11 @@ typedef struct oxr_group oxr_group;
 /*
  * The variable each field comes from is its name in capitals after OXR_
  * (cmo_max_depth: OXR_CMO_MAX_DEPTH).  Words are indices: log_level
- * 0..3 = error, warn, info, debug; transport 0..2 = auto, tcp, verbs; order
+ * 0..3 = error, warn, info, debug; transport 0..3 = auto, tcp, verbs, shm; order
  * OXR_ORDER_NETWORK or OXR_ORDER_LITTLE; verbs_cm 0 = tcp, 1 = rdmacm; boot
  * OXR_BOOT_SINGLETON, _RUN, _PMIX or -1 (detect); barrier 0 = bitmap,
- * 1 = dissemination.  -1 in spin_us, gid_index, coll_spin_us and
- * server_timeout_ms and NULL in a string are "the default" (README.md says
+ * 1 = dissemination.  -1 in spin_us, gid_index, coll_spin_us,
+ * server_timeout_ms and shm and NULL in a string are "the default" (README.md says
  * what that is).  A context's strings are its own copies.
  */
 typedef struct oxr_ctx_params {
@@ -127,6 +129,8 @@ typedef struct oxr_ctx_params {
 	const char *server;
 	const char *master_host;
 	const char *host_id; /* which ranks share a host: NULL, this kernel's boot id + host name */
+	long shm;            /* links to this host's ranks through shared memory: 0, 1, -1 */
+	uint64_t shm_ring_bytes;
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

@@ -47,6 +47,7 @@ struct criterion_test_params test_providers(void)
 		oxr_device_info d;
 
 		add(list, &n, "tcp", 3);
+		add(list, &n, "shm", 3);
 		if (oxr_device_query(&d) == OXR_OK)
 			add(list, &n, "verbs", 5);
 	}
@@ -55,12 +56,15 @@ struct criterion_test_params test_providers(void)
 
 int provider_transport(const struct provider *pv)
 {
-	/* oxr_ctx_params.transport: 0..2 = auto, tcp, verbs */
+	/* oxr_ctx_params.transport: 0..3 = auto, tcp, verbs, shm */
 	if (!strcmp(pv->name, "tcp"))
 		return 1;
 	if (!strcmp(pv->name, "verbs"))
 		return 2;
-	cr_assert_fail("OXR_TEST_PROVIDERS names \"%s\": no such provider (tcp, verbs)", pv->name);
+	if (!strcmp(pv->name, "shm"))
+		return 3;
+	cr_assert_fail("OXR_TEST_PROVIDERS names \"%s\": no such provider (tcp, shm, verbs)",
+		       pv->name);
 	return -1;
 }
 

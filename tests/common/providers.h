@@ -11,8 +11,8 @@
  *             ...
  *
  * The list is built at run time: OXR_TEST_PROVIDERS (a comma list: "tcp",
- * "verbs", "tcp,verbs") when set, else "tcp" and, where oxr_device_query
- * finds an RDMA device a context would use, "verbs".  Each instance sets its
+ * "shm", "verbs", "tcp,verbs") when set, else "tcp", "shm" and, where
+ * oxr_device_query finds an RDMA device a context would use, "verbs".  Each instance sets its
  * provider on its contexts itself (oxr_ctx_params, not the environment) and
  * says in the log which one it runs on; a provider named but missing or
  * unknown fails its instances, never skips them.  The suites of these tests

@@ -83,8 +83,6 @@ static int v_buffered(const struct link *l)
  * delivered before comes first. */
 static void v_fd_event(oxr_group *g, struct link *l)
 {
-	uint8_t b;
-	ssize_t k;
 	int n;
 
 	(void)oxr_vgroup_poll(g, &n);
@@ -92,10 +90,7 @@ static void v_fd_event(oxr_group *g, struct link *l)
 		return;
 	if (v_buffered(l))
 		oxr_link_ready(g, l, 1, 0);
-	k = recv(oxr_link_fd(l), &b, 1, MSG_DONTWAIT);
-	if (k < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	oxr_link_socket_end(g, l, k);
+	oxr_link_quiet_socket(g, l);
 }
 
 static void v_destroy(oxr_group *g, void *priv)

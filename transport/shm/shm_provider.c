@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shm provider: the stream of a link between two ranks of one host
+ * (the handshake's host id says so) runs through two byte rings in shared
+ * memory (shm_ring.c), one per direction, each in the receiver's memfd.
+ * Sending and receiving are memcpy with no system call; the socket the
+ * handshake ran on stays open and quiet, and its end is how a dead peer
+ * shows (at once: the kernel closes a killed process's sockets).
+ *
+ * Waiting: each rank of a group has one doorbell, a pipe whose read end is
+ * in the group's epoll set.  A rank about to sleep raises the flag of each
+ * ring it waits on (arm); the peer that moves that ring writes one byte to
+ * the doorbell, and only then (shm_ring.c: one wake per sleep).  A pipe,
+ * not an eventfd: the peer opens it through /proc/<pid>/fd, which the
+ * kernel refuses for an eventfd.
+ *
+ * Per rank: one doorbell (2 fds) per group; per shm link two mappings of
+ * OXR_SHM_RING_BYTES + 192 bytes (the link's own ring and the peer's), one fd
+ * for the peer's doorbell and, until the peer mapped it, the ring's memfd.
+ * Nothing is made for a peer before its link opens: memory per rank is
+ * 2 x (ring + 192 B) x (same-host links open), at most 2 x 256 KiB x (L - 1)
+ * for L ranks on the node with the default ring.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oxr_internal.h"
+#include "provider.h"
+#include "shm_ring.h"
+
+#define OFFER_MAGIC 0x5348584fu /* "OXHS" */
+#define OFFER_VERSION 1u
+#define OFFER_BYTES 44 /* magic, version, pid, ring fd, doorbell fd, cap (u64), nonce */
+#define EPOLL_BELL OXR_EPOLL_HOST
+
+struct shm_ctx {
+	uint64_t ring_bytes;
+};
+
+struct shm_link {
+	struct oxr_shm_end rx, tx; /* my ring (the peer writes), the peer's (I write) */
+	int rx_fd;                 /* my ring's memfd, until the peer mapped it */
+	int bell;                  /* the peer's doorbell */
+	int peer;
+	int live;                  /* connected: poll may move it */
+};
+
+struct shm_group {
+	int bell[2];               /* my doorbell: read end in g->epfd */
+	struct shm_link **links;   /* those of this group, offered or live */
+	int n, max;
+};
+
+static struct shm_group *sgr(oxr_group *g) { return g->hgroup; }
+static struct shm_link *sl_of(const struct link *l) { return oxr_link_priv(l); }
+
+static oxr_status_t shm_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int required, void **pctx)
+{
+	struct shm_ctx *x;
+	uint64_t cap = p->shm_ring_bytes;
+
+	(void)c;
+	(void)required;
+	if (cap & (cap - 1))
+		return oxr_err(OXR_ERR_INVAL, "OXR_SHM_RING_BYTES=%llu: not a power of two (try "
+			       "262144)", (unsigned long long)cap);
+	if (!(x = calloc(1, sizeof(*x))))
+		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
+	x->ring_bytes = cap;
+	*pctx = x;
+	return OXR_OK;
+}
+
+static void shm_ctx_close(void *pctx)
+{
+	free(pctx);
+}
+
+static void put32(uint8_t *p, uint32_t x) { oxr_store32(p, x, OXR_ORDER_LITTLE); }
+static uint32_t get32(const uint8_t *p) { return oxr_load32(p, OXR_ORDER_LITTLE); }
+
+static oxr_status_t group_get(oxr_group *g, struct shm_group **out)
+{
+	struct shm_group *sg = g->hgroup;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EPOLL_BELL };
+
+	if (sg) {
+		*out = sg;
+		return OXR_OK;
+	}
+	if (!(sg = calloc(1, sizeof(*sg))))
+		return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
+	if (pipe2(sg->bell, O_NONBLOCK | O_CLOEXEC)) {
+		free(sg);
+		return oxr_err(OXR_ERR_IO, "shm: the doorbell pipe: %s", strerror(errno));
+	}
+	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, sg->bell[0], &ev)) {
+		int err = errno;
+		close(sg->bell[0]);
+		close(sg->bell[1]);
+		free(sg);
+		return oxr_err(OXR_ERR_IO, "shm: epoll_ctl: %s", strerror(err));
+	}
+	g->hgroup = sg;
+	*out = sg;
+	return OXR_OK;
+}
+
+static void shm_group_free(oxr_group *g)
+{
+	struct shm_group *sg = g->hgroup;
+
+	if (!sg)
+		return;
+	epoll_ctl(g->epfd, EPOLL_CTL_DEL, sg->bell[0], NULL);
+	close(sg->bell[0]);
+	close(sg->bell[1]);
+	free(sg->links);
+	free(sg);
+	g->hgroup = NULL;
+}
+
+static void link_free(oxr_group *g, struct shm_link *sl)
+{
+	struct shm_group *sg = sgr(g);
+	int i;
+
+	for (i = 0; sg && i < sg->n; i++)
+		if (sg->links[i] == sl) {
+			sg->links[i] = sg->links[--sg->n];
+			break;
+		}
+	oxr_shm_ring_unmap(&sl->rx);
+	oxr_shm_ring_unmap(&sl->tx);
+	if (sl->rx_fd >= 0)
+		close(sl->rx_fd);
+	if (sl->bell >= 0)
+		close(sl->bell);
+	free(sl);
+}
+
+static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offer)
+{
+	struct shm_ctx *x = g->ctx->hctx;
+	struct shm_group *sg = NULL;
+	struct shm_link *sl;
+	uint8_t nonce[OXR_SHM_NONCE];
+	oxr_status_t st;
+
+	*priv = NULL;
+	if ((st = group_get(g, &sg)))
+		return st;
+	if (sg->n == sg->max) {
+		int max = sg->max ? 2 * sg->max : 8;
+		struct shm_link **nl = realloc(sg->links, (size_t)max * sizeof(*nl));
+		if (!nl)
+			return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
+		sg->links = nl;
+		sg->max = max;
+	}
+	if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		return oxr_err(OXR_ERR_IO, "shm: getrandom: %s", strerror(errno));
+	if (!(sl = calloc(1, sizeof(*sl))))
+		return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
+	sl->bell = -1;
+	sl->peer = peer;
+	if ((st = oxr_shm_ring_create(x->ring_bytes, nonce, &sl->rx_fd, &sl->rx))) {
+		free(sl);
+		return st;
+	}
+	sg->links[sg->n++] = sl;
+	put32(offer, OFFER_MAGIC);
+	put32(offer + 4, OFFER_VERSION);
+	put32(offer + 8, (uint32_t)getpid());
+	put32(offer + 12, (uint32_t)sl->rx_fd);
+	put32(offer + 16, (uint32_t)sg->bell[1]);
+	oxr_store64(offer + 20, x->ring_bytes, OXR_ORDER_LITTLE);
+	memcpy(offer + 28, nonce, OXR_SHM_NONCE);
+	*priv = sl;
+	return OXR_OK;
+}
+
+/* The peer's doorbell, opened here; a FIFO or nothing.  Read and write:
+ * holding a read end too, a ring at a peer that is gone fills the pipe
+ * (then EAGAIN) instead of raising SIGPIPE in a program that never asked
+ * for pipes. */
+static oxr_status_t open_bell(pid_t pid, int fd, int *out)
+{
+	char path[64];
+	struct stat sb;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+	if ((f = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return oxr_err(OXR_ERR_IO, "shm: opening the peer's doorbell %s: %s", path,
+			       strerror(errno));
+	if (fstat(f, &sb) || !S_ISFIFO(sb.st_mode)) {
+		close(f);
+		return oxr_err(OXR_ERR_PROTO, "shm: the peer's doorbell %s is no pipe", path);
+	}
+	*out = f;
+	return OXR_OK;
+}
+
+static oxr_status_t shm_connect(oxr_group *g, void *priv, const uint8_t *theirs, int acceptor,
+				int fd, const char *addr, int64_t deadline_ms)
+{
+	struct shm_link *sl = priv;
+	uint64_t cap = oxr_load64(theirs + 20, OXR_ORDER_LITTLE);
+	pid_t pid = (pid_t)get32(theirs + 8);
+	oxr_status_t st;
+
+	(void)g;
+	(void)acceptor;
+	(void)fd;
+	(void)deadline_ms;
+	if (get32(theirs) != OFFER_MAGIC || get32(theirs + 4) != OFFER_VERSION || pid <= 0 ||
+	    cap < 4096 || cap > (1ull << 30) || (cap & (cap - 1)))
+		return oxr_err(OXR_ERR_PROTO, "shm: malformed offer from rank %d (%s)", sl->peer,
+			       addr);
+	if ((st = oxr_shm_ring_attach(pid, (int)get32(theirs + 12), cap, theirs + 28, &sl->tx)))
+		return st;
+	if ((st = open_bell(pid, (int)get32(theirs + 16), &sl->bell))) {
+		oxr_shm_ring_unmap(&sl->tx);
+		return st;
+	}
+	sl->live = 1;
+	return OXR_OK;
+}
+
+static void ring(int bell)
+{
+	/* a full pipe has wake-ups pending already */
+	ssize_t k = write(bell, "", 1);
+	(void)k;
+}
+
+static int broken(oxr_group *g, struct link *l, const char *which)
+{
+	oxr_link_fail(g, l, OXR_ERR_PROTO, "shm link to rank %d: the peer broke the %s ring "
+		      "(a counter out of bounds)", oxr_link_peer(l), which);
+	errno = EPROTO;
+	return -1;
+}
+
+static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
+{
+	struct shm_link *sl = sl_of(l);
+	ssize_t k = oxr_shm_ring_read(&sl->rx, buf, n);
+
+	(void)arena;
+	if (k < 0)
+		return broken(g, l, "receive");
+	if (k > 0 && oxr_shm_ring_must_wake(&sl->rx, 1))
+		ring(sl->bell);
+	if (k == 0 && n) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return k;
+}
+
+static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov)
+{
+	struct shm_link *sl = sl_of(l);
+	ssize_t k = oxr_shm_ring_write(&sl->tx, iov, niov);
+
+	if (k < 0)
+		return broken(g, l, "send");
+	if (k > 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
+		ring(sl->bell);
+	if (k == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return k;
+}
+
+static int shm_buffered(const struct link *l)
+{
+	return oxr_shm_ring_avail(&sl_of(l)->rx) != 0;
+}
+
+/* Moves each live link whose ring has bytes, or room its sender waits for. */
+static oxr_status_t shm_poll(oxr_group *g, int *got)
+{
+	struct shm_group *sg = sgr(g);
+	int i;
+
+	*got = 0;
+	for (i = 0; sg && i < sg->n; i++) {
+		struct shm_link *sl = sg->links[i];
+		struct link *l;
+		int rd, wr;
+		if (!sl->live)
+			continue;
+		l = oxr_link_at(g, sl->peer);
+		if (oxr_link_priv(l) != sl || !oxr_link_up(l))
+			continue;
+		if (sl->rx_fd >= 0) { /* attached: the peer mapped it before it said ready */
+			close(sl->rx_fd);
+			sl->rx_fd = -1;
+		}
+		/* awake: a flag left up from a sleep would only cost the peer a wake-up */
+		if (atomic_load_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), memory_order_relaxed))
+			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 0,
+					      memory_order_relaxed);
+		rd = oxr_shm_ring_avail(&sl->rx) != 0;
+		wr = oxr_link_sending(l) && oxr_shm_ring_room(&sl->tx) != 0;
+		if (rd || wr) {
+			(*got)++;
+			oxr_link_ready(g, l, rd, wr);
+			/* the list may have changed under a failure */
+			if (i >= sg->n || sg->links[i] != sl)
+				break;
+		}
+	}
+	return OXR_OK;
+}
+
+static int shm_arm(oxr_group *g)
+{
+	struct shm_group *sg = sgr(g);
+	int i;
+
+	if (!sg)
+		return 0;
+	for (i = 0; i < sg->n; i++) {
+		struct shm_link *sl = sg->links[i];
+		if (!sl->live)
+			continue;
+		atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 1, memory_order_relaxed);
+		if (oxr_link_sending(oxr_link_at(g, sl->peer)))
+			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->tx, 0), 1,
+					      memory_order_relaxed);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	for (i = 0; i < sg->n; i++) {
+		struct shm_link *sl = sg->links[i];
+		struct link *l;
+		if (!sl->live)
+			continue;
+		l = oxr_link_at(g, sl->peer);
+		if (oxr_shm_ring_avail(&sl->rx) ||
+		    (oxr_link_sending(l) && oxr_shm_ring_room(&sl->tx)))
+			return 1;
+	}
+	return 0;
+}
+
+static void shm_event(oxr_group *g, uint32_t key)
+{
+	struct shm_group *sg = sgr(g);
+	char buf[64];
+	int got;
+
+	(void)key;
+	while (sg && read(sg->bell[0], buf, sizeof(buf)) > 0)
+		;
+	(void)shm_poll(g, &got);
+}
+
+/* The socket of a shm link carries nothing after the upgrade: a read there
+ * is the peer's end.  What its ring holds is delivered first. */
+static void shm_fd_event(oxr_group *g, struct link *l)
+{
+	if (shm_buffered(l))
+		oxr_link_ready(g, l, 1, 0);
+	oxr_link_quiet_socket(g, l);
+}
+
+static void shm_destroy(oxr_group *g, void *priv)
+{
+	link_free(g, priv);
+}
+
+static void shm_renumber(void *priv, int peer)
+{
+	((struct shm_link *)priv)->peer = peer;
+}
+
+static const struct oxr_link_ops shm_link_ops = {
+	.name = "shm",
+	.recv = shm_recv,
+	.sendv = shm_sendv,
+	.buffered = shm_buffered,
+	.fd_event = shm_fd_event,
+	.destroy = shm_destroy,
+	.renumber = shm_renumber,
+};
+
+const struct oxr_provider oxr_shm_provider = {
+	.name = "shm",
+	.ctx_open = shm_ctx_open,
+	.ctx_close = shm_ctx_close,
+	.offer_bytes = OFFER_BYTES,
+	.offer = shm_offer,
+	.connect = shm_connect,
+	.link_ops = &shm_link_ops,
+	.poll = shm_poll,
+	.arm = shm_arm,
+	.event = shm_event,
+	.group_free = shm_group_free,
+};

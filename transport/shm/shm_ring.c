@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A single-writer single-reader byte ring in a sealed memfd.
+ *
+ * Algorithm: head and tail count bytes ever read and written (64 bits: they
+ * never wrap); byte i lives at data[i mod cap].  The writer copies into
+ * [tail, head + cap), then publishes tail with a release store; the reader
+ * copies out of [head, tail) after an acquire load of tail, then publishes
+ * head.  Invariant: 0 <= tail - head <= cap, and each side keeps its own
+ * counter privately (struct oxr_shm_end.mine) and only ever reads the
+ * other's from the page, checking the invariant first: the peer can write
+ * anything into the shared page, so a counter out of bounds is the peer's
+ * protocol error, never an index we follow.
+ *
+ * Sleep and wake: a side that will sleep raises its flag, fences, and looks
+ * once more (shm_provider.c's arm); the other side, after publishing its
+ * counter, fences and takes the flag down with an exchange, so exactly one
+ * wake-up goes out per sleep (Dekker: store, full fence, load on both sides).
+ *
+ * Why a memfd: it has no name in /dev/shm, so a rank killed by -9 leaves
+ * nothing behind; its pages go when the last mapping does.  The creator
+ * seals its size (F_SEAL_SHRINK | GROW | SEAL) before the peer maps it, so a
+ * peer cannot truncate it under our loads (a SIGBUS).  The peer reaches it
+ * through /proc/<pid>/fd/<fd>: the kernel allows that only to processes that
+ * may ptrace the creator (the same user, as with CMA), and the 16-byte
+ * nonce, sent over the authenticated link, proves it mapped the right one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oxr_internal.h"
+#include "shm_ring.h"
+
+#define RING_MAGIC 0x5253584fu /* "OXSR" */
+#define RING_VERSION 1u
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static size_t map_len(uint64_t cap)
+{
+	return sizeof(struct oxr_shm_ring) + (size_t)cap;
+}
+
+oxr_status_t oxr_shm_ring_create(uint64_t cap, const uint8_t nonce[OXR_SHM_NONCE], int *fd,
+				 struct oxr_shm_end *e)
+{
+	size_t len = map_len(cap);
+	void *p;
+	int f = memfd_create("oxr-shm-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	memset(e, 0, sizeof(*e));
+	*fd = -1;
+	if (f < 0)
+		return oxr_err(OXR_ERR_IO, "shm: memfd_create: %s", strerror(errno));
+	if (ftruncate(f, (off_t)len) || fcntl(f, F_ADD_SEALS, SEALS)) {
+		int err = errno;
+		close(f);
+		return oxr_err(OXR_ERR_IO, "shm: sizing and sealing a %zu-byte ring: %s", len,
+			       strerror(err));
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (p == MAP_FAILED) {
+		int err = errno;
+		close(f);
+		return oxr_err(OXR_ERR_NOMEM, "shm: mapping a %zu-byte ring: %s", len,
+			       strerror(err));
+	}
+	e->r = p;
+	e->map_len = len;
+	e->r->magic = RING_MAGIC;
+	e->r->version = RING_VERSION;
+	e->r->cap = e->cap = cap;
+	memcpy(e->r->nonce, nonce, OXR_SHM_NONCE);
+	*fd = f;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_shm_ring_attach(pid_t pid, int fd, uint64_t cap,
+				 const uint8_t nonce[OXR_SHM_NONCE], struct oxr_shm_end *e)
+{
+	char path[64];
+	struct stat sb;
+	size_t len = map_len(cap);
+	void *p;
+	int f, seals;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
+	if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
+		return oxr_err(OXR_ERR_IO, "shm: opening the peer's ring %s: %s (ranks in other "
+			       "pid namespaces or under other users cannot share memory; set "
+			       "OXR_HOST_ID apart for them, or OXR_SHM=0)", path, strerror(errno));
+	seals = fcntl(f, F_GET_SEALS);
+	if (fstat(f, &sb) || (uint64_t)sb.st_size != len || seals < 0 ||
+	    (seals & SEALS) != SEALS) {
+		close(f);
+		return oxr_err(OXR_ERR_PROTO, "shm: %s is not the %zu-byte sealed ring the peer "
+			       "offered", path, len);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	close(f);
+	if (p == MAP_FAILED)
+		return oxr_err(OXR_ERR_NOMEM, "shm: mapping the peer's ring: %s", strerror(errno));
+	e->r = p;
+	e->map_len = len;
+	if (e->r->magic != RING_MAGIC || e->r->version != RING_VERSION || e->r->cap != cap ||
+	    memcmp(e->r->nonce, nonce, OXR_SHM_NONCE)) {
+		oxr_shm_ring_unmap(e);
+		return oxr_err(OXR_ERR_PROTO, "shm: %s is not the ring the peer offered (another "
+			       "process's, or a stale one)", path);
+	}
+	e->cap = cap;
+	return OXR_OK;
+}
+
+void oxr_shm_ring_unmap(struct oxr_shm_end *e)
+{
+	if (e->r)
+		munmap(e->r, e->map_len);
+	e->r = NULL;
+}
+
+int64_t oxr_shm_ring_avail(struct oxr_shm_end *e)
+{
+	if (e->seen == e->mine) {
+		uint64_t t = atomic_load_explicit(&e->r->tail, memory_order_acquire);
+		/* never kept: every later call must find it out of bounds too */
+		if (t - e->mine > e->cap)
+			return -1;
+		e->seen = t;
+	}
+	return (int64_t)(e->seen - e->mine);
+}
+
+int64_t oxr_shm_ring_room(struct oxr_shm_end *e)
+{
+	uint64_t cap = e->cap;
+
+	/* the reader's line is read again only once half the room is used */
+	if (e->mine - e->seen > cap / 2) {
+		uint64_t h = atomic_load_explicit(&e->r->head, memory_order_acquire);
+		if (e->mine - h > cap)
+			return -1;
+		e->seen = h;
+	}
+	return (int64_t)(cap - (e->mine - e->seen));
+}
+
+/* Copies n bytes between src and the ring at position pos (mod cap). */
+static void copy_in(const struct oxr_shm_end *e, uint64_t pos, const uint8_t *src, size_t n)
+{
+	struct oxr_shm_ring *r = e->r;
+	size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
+
+	if (first >= n) {
+		memcpy(r->data + at, src, n);
+	} else {
+		memcpy(r->data + at, src, first);
+		memcpy(r->data, src + first, n - first);
+	}
+}
+
+static void copy_out(const struct oxr_shm_end *e, uint64_t pos, uint8_t *dst, size_t n)
+{
+	const struct oxr_shm_ring *r = e->r;
+	size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
+
+	if (first >= n) {
+		memcpy(dst, r->data + at, n);
+	} else {
+		memcpy(dst, r->data + at, first);
+		memcpy(dst + first, r->data, n - first);
+	}
+}
+
+ssize_t oxr_shm_ring_write(struct oxr_shm_end *e, const struct iovec *iov, int niov)
+{
+	int64_t room = oxr_shm_ring_room(e);
+	size_t done = 0;
+	int i;
+
+	if (room < 0)
+		return -1;
+	for (i = 0; i < niov && (uint64_t)room > done; i++) {
+		size_t k = iov[i].iov_len;
+		if (k > (uint64_t)room - done)
+			k = (size_t)((uint64_t)room - done);
+		copy_in(e, e->mine + done, iov[i].iov_base, k);
+		done += k;
+	}
+	if (done) {
+		e->mine += done;
+		atomic_store_explicit(&e->r->tail, e->mine, memory_order_release);
+	}
+	return (ssize_t)done;
+}
+
+ssize_t oxr_shm_ring_read(struct oxr_shm_end *e, void *buf, size_t n)
+{
+	int64_t avail = oxr_shm_ring_avail(e);
+
+	if (avail < 0)
+		return -1;
+	if ((uint64_t)avail < n)
+		n = (size_t)avail;
+	if (n) {
+		copy_out(e, e->mine, buf, n);
+		e->mine += n;
+		atomic_store_explicit(&e->r->head, e->mine, memory_order_release);
+	}
+	return (ssize_t)n;
+}
+
+int oxr_shm_ring_must_wake(struct oxr_shm_end *e, int reader)
+{
+	/* the other end's flag: the writer wakes a sleeping reader, and back */
+	_Atomic uint32_t *f = oxr_shm_ring_my_wait(e, !reader);
+
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(f, memory_order_relaxed) &&
+	       atomic_exchange_explicit(f, 0, memory_order_relaxed);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A byte ring in shared memory: one writer (the peer), one reader (the
+ * rank that created it), in a sealed memfd the peer maps.  shm_ring.c says
+ * how and why; shm_provider.c builds links of two of them.
+ */
+#ifndef OXR_SHM_RING_H
+#define OXR_SHM_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "oxr/status.h"
+
+#define OXR_SHM_NONCE 16
+
+/* The shared header; the bytes follow it.  Each counter sits on a cache
+ * line of its own with the flag its reader checks after moving it. */
+struct oxr_shm_ring {
+	uint32_t magic, version;
+	uint64_t cap;                       /* bytes of data[], a power of two */
+	uint8_t nonce[OXR_SHM_NONCE];       /* what the creator's offer said */
+	_Alignas(64) _Atomic uint64_t tail; /* the writer's: bytes written, ever */
+	_Atomic uint32_t writer_waits;      /* the writer sleeps until room comes */
+	_Alignas(64) _Atomic uint64_t head; /* the reader's: bytes read, ever */
+	_Atomic uint32_t reader_waits;      /* the reader sleeps until bytes come */
+	_Alignas(64) uint8_t data[];
+};
+
+/* One end's view: the counters it owns kept here, never trusted back from
+ * the shared page, and the last value it saw of the other's. */
+struct oxr_shm_end {
+	struct oxr_shm_ring *r;
+	size_t map_len;
+	uint64_t cap;   /* r->cap as it was checked: the peer may rewrite the page's */
+	uint64_t mine;  /* reader: head; writer: tail */
+	uint64_t seen;  /* reader: the tail last read; writer: the head last read */
+};
+
+/* Creates a ring of cap bytes (a power of two) in a new sealed memfd,
+ * mapped here; *fd stays open until the peer mapped it. */
+oxr_status_t oxr_shm_ring_create(uint64_t cap, const uint8_t nonce[OXR_SHM_NONCE], int *fd,
+				 struct oxr_shm_end *e);
+/* Maps the ring that process pid holds open as fd (its offer, checked:
+ * size, seals, magic, cap and nonce must all match). */
+oxr_status_t oxr_shm_ring_attach(pid_t pid, int fd, uint64_t cap,
+				 const uint8_t nonce[OXR_SHM_NONCE], struct oxr_shm_end *e);
+void oxr_shm_ring_unmap(struct oxr_shm_end *e);
+
+/* Writer: copies what fits of iov (0: the ring is full), publishes it.
+ * -1: the reader's head is out of bounds (a broken or hostile peer). */
+ssize_t oxr_shm_ring_write(struct oxr_shm_end *e, const struct iovec *iov, int niov);
+/* Reader: copies up to n bytes out (0: empty), frees their room.  -1: the
+ * writer's tail is out of bounds. */
+ssize_t oxr_shm_ring_read(struct oxr_shm_end *e, void *buf, size_t n);
+/* Bytes waiting (reader) / room (writer), -1 when the other's counter is out of bounds. */
+int64_t oxr_shm_ring_avail(struct oxr_shm_end *e);
+int64_t oxr_shm_ring_room(struct oxr_shm_end *e);
+
+/* The flag this end raises before it sleeps, and takes down again. */
+static inline _Atomic uint32_t *oxr_shm_ring_my_wait(struct oxr_shm_end *e, int reader)
+{
+	return reader ? &e->r->reader_waits : &e->r->writer_waits;
+}
+/* 1 when the other end was asleep and must be woken (its flag is then down). */
+int oxr_shm_ring_must_wake(struct oxr_shm_end *e, int reader);
+
+#endif
