@@ -70,6 +70,8 @@ static const struct knob knobs[] = {
 	    "links to ranks on this host through shared memory"),
 	SIZE(SHM_RING_BYTES, shm_ring_bytes, 4096, 1u << 30, 4096, 256u << 10, "256 KiB",
 	     "bytes of a shm link's ring, each way (a power of two)"),
+	SIZE(SHM_CMA_BYTES, shm_cma_bytes, 0, 1u << 30, 1, 0, "0 (never)",
+	     "message pieces this big go by single copy (process_vm_readv; 0: never)"),
 	STR(DEVICE, device, 63, NULL, "nearest", "RDMA device name or name:port"),
 	INT(GID_INDEX, gid_index, 0, 65535, -1, "IPv4-mapped", "GID table index"),
 	INT(VERBS_SLOTS, verbs_slots, 4, 4096, 64, "64", "receive ring slots per verbs link"),

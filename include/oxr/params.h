@@ -72,7 +72,8 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_HOST_ID (1ull << 38)
 #define OXR_CTX_PARAM_SHM (1ull << 39)
 #define OXR_CTX_PARAM_SHM_RING_BYTES (1ull << 40)
-#define OXR_CTX_PARAM_ALL ((1ull << 41) - 1)
+#define OXR_CTX_PARAM_SHM_CMA_BYTES (1ull << 41)
+#define OXR_CTX_PARAM_ALL ((1ull << 42) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -131,6 +132,7 @@ typedef struct oxr_ctx_params {
 	const char *host_id; /* which ranks share a host: NULL, this kernel's boot id + host name */
 	long shm;            /* links to this host's ranks through shared memory: 0, 1, -1 */
 	uint64_t shm_ring_bytes;
+	uint64_t shm_cma_bytes;
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

@@ -186,6 +186,29 @@ Test(shm, a_small_ring_carries_messages_far_larger_both_ways)
 	free_pair(&p);
 }
 
+/* Pieces of 64 KiB and more go by single copy (the receiver reads the
+ * sender's memory); a receiver that refuses it (here OXR_SHM_CMA_BYTES=0 on
+ * its side, as where the kernel forbids process_vm_readv) gets them through
+ * the ring, and the sender copies from then on. */
+Test(shm, single_copy_and_its_refusal_deliver_the_same_bytes)
+{
+	static const char *const cma[][2] = { { "65536", "65536" }, { "0", "65536" },
+					      { "65536", "0" }, { "4096", "4096" } };
+	static const size_t sizes[] = { 65535, 65536, 65537, 1u << 20, 5u << 20, 100 };
+	struct pair p;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(cma) / sizeof(cma[0]); i++) {
+		make_pair_env(&p, &shm_pv, "OXR_SHM_CMA_BYTES", cma[i][0], cma[i][1]);
+		cr_assert_eq(link_up(&p, OXR_LINK_AUTH), OXR_OK, "%s", oxr_errmsg());
+		for (j = 0; j < sizeof(sizes) / sizeof(sizes[0]); j++) {
+			send_checked(p.b, 0, p.a, 1, sizes[j], (unsigned)(i * 10 + j));
+			send_checked(p.a, 1, p.b, 0, sizes[j], (unsigned)(i * 10 + j + 5));
+		}
+		free_pair(&p);
+	}
+}
+
 Test(shm, a_counter_out_of_bounds_fails_the_link_and_nothing_else)
 {
 	struct pair p;

@@ -42,6 +42,7 @@
 
 struct shm_ctx {
 	uint64_t ring_bytes;
+	uint64_t cma_bytes; /* pieces this big go by single copy (0: never) */
 };
 
 struct shm_link {
@@ -50,6 +51,9 @@ struct shm_link {
 	int bell;                  /* the peer's doorbell */
 	int peer;
 	int live;                  /* connected: poll may move it */
+	pid_t peer_pid;
+	uint64_t cma_bytes;        /* single copy from this size on (0: off; a refusal turns it off) */
+	int cma_in;                /* this side may read the peer's offers */
 };
 
 struct shm_group {
@@ -74,6 +78,7 @@ static oxr_status_t shm_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int requir
 	if (!(x = calloc(1, sizeof(*x))))
 		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
 	x->ring_bytes = cap;
+	x->cma_bytes = p->shm_cma_bytes;
 	*pctx = x;
 	return OXR_OK;
 }
@@ -171,6 +176,8 @@ static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offe
 		return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
 	sl->bell = -1;
 	sl->peer = peer;
+	sl->cma_bytes = x->cma_bytes;
+	sl->cma_in = x->cma_bytes != 0;
 	if ((st = oxr_shm_ring_create(x->ring_bytes, nonce, &sl->rx_fd, &sl->rx))) {
 		free(sl);
 		return st;
@@ -231,6 +238,7 @@ static oxr_status_t shm_connect(oxr_group *g, void *priv, const uint8_t *theirs,
 		oxr_shm_ring_unmap(&sl->tx);
 		return st;
 	}
+	sl->peer_pid = pid;
 	sl->live = 1;
 	return OXR_OK;
 }
@@ -245,20 +253,51 @@ static void ring(int bell)
 static int broken(oxr_group *g, struct link *l, const char *which)
 {
 	oxr_link_fail(g, l, OXR_ERR_PROTO, "shm link to rank %d: the peer broke the %s ring "
-		      "(a counter out of bounds)", oxr_link_peer(l), which);
+		      "(a counter or an offer out of bounds)", oxr_link_peer(l), which);
 	errno = EPROTO;
 	return -1;
+}
+
+/* Reads the piece the peer offered by single copy; refuses it for good
+ * where the kernel does not let this process read the peer's memory. */
+static ssize_t big_recv(oxr_group *g, struct link *l, void *buf, size_t n)
+{
+	struct shm_link *sl = sl_of(l);
+	ssize_t k = oxr_shm_big_read(&sl->rx, sl->peer_pid, buf, n, !sl->cma_in);
+
+	if (k < 0 && (errno == EPERM || errno == ENOSYS || errno == EACCES)) {
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: shm link to rank %d: single copy "
+			"(process_vm_readv) not allowed here (%s: ptrace rules, a container's "
+			"seccomp); large messages take two copies through the ring", g->rank,
+			oxr_link_peer(l), strerror(errno));
+		sl->cma_in = 0;
+		k = oxr_shm_big_read(&sl->rx, sl->peer_pid, buf, n, 1);
+	}
+	if (k < 0 && errno == ESRCH) {
+		oxr_link_fail(g, l, OXR_ERR_PEER, "shm link to rank %d: the peer is gone",
+			      oxr_link_peer(l));
+		errno = EPIPE;
+		return -1;
+	}
+	if (k < 0)
+		return broken(g, l, "receive");
+	return k;
 }
 
 static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 	struct shm_link *sl = sl_of(l);
-	ssize_t k = oxr_shm_ring_read(&sl->rx, buf, n);
+	int big = oxr_shm_big_waiting(&sl->rx);
+	ssize_t k;
 
 	(void)arena;
-	if (k < 0)
+	if (big < 0)
 		return broken(g, l, "receive");
-	if (k > 0 && oxr_shm_ring_must_wake(&sl->rx, 1))
+	k = big ? big_recv(g, l, buf, n) : oxr_shm_ring_read(&sl->rx, buf, n);
+	if (k < 0)
+		return big ? -1 : broken(g, l, "receive");
+	/* room came, or the offer's answer: a sleeping writer wants to know */
+	if ((k > 0 || big) && oxr_shm_ring_must_wake(&sl->rx, 1))
 		ring(sl->bell);
 	if (k == 0 && n) {
 		errno = EAGAIN;
@@ -270,8 +309,33 @@ static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int a
 static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov)
 {
 	struct shm_link *sl = sl_of(l);
-	ssize_t k = oxr_shm_ring_write(&sl->tx, iov, niov);
+	size_t offered = sl->tx.big_len;
+	ssize_t k;
+	int n = niov;
 
+	if (offered) {
+		switch (oxr_shm_big_done(&sl->tx)) {
+		case 0:
+			errno = EAGAIN;
+			return -1;
+		case 1:
+			return (ssize_t)offered; /* iov[0] is the piece offered, read now */
+		default:
+			sl->cma_bytes = 0; /* the peer cannot read us: copy from now on */
+		}
+	}
+	if (sl->cma_bytes) {
+		for (n = 0; n < niov && iov[n].iov_len < sl->cma_bytes; n++)
+			;
+		if (n == 0) { /* a large piece first: offer it, write nothing else */
+			oxr_shm_big_offer(&sl->tx, iov[0].iov_base, iov[0].iov_len);
+			if (oxr_shm_ring_must_wake(&sl->tx, 0))
+				ring(sl->bell);
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	k = oxr_shm_ring_write(&sl->tx, iov, n);
 	if (k < 0)
 		return broken(g, l, "send");
 	if (k > 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
@@ -283,9 +347,21 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 	return k;
 }
 
+/* Bytes or an offer to read (or a broken ring, which recv then reports). */
+static int rx_ready(struct shm_link *sl)
+{
+	return oxr_shm_ring_avail(&sl->rx) != 0 || oxr_shm_big_waiting(&sl->rx) != 0;
+}
+
+/* The writer can go on: room in the ring, or its offer answered. */
+static int tx_ready(struct shm_link *sl)
+{
+	return sl->tx.big_len ? oxr_shm_big_answered(&sl->tx) : oxr_shm_ring_room(&sl->tx) != 0;
+}
+
 static int shm_buffered(const struct link *l)
 {
-	return oxr_shm_ring_avail(&sl_of(l)->rx) != 0;
+	return rx_ready(sl_of(l));
 }
 
 /* Moves each live link whose ring has bytes, or room its sender waits for. */
@@ -312,8 +388,8 @@ static oxr_status_t shm_poll(oxr_group *g, int *got)
 		if (atomic_load_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), memory_order_relaxed))
 			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 0,
 					      memory_order_relaxed);
-		rd = oxr_shm_ring_avail(&sl->rx) != 0;
-		wr = oxr_link_sending(l) && oxr_shm_ring_room(&sl->tx) != 0;
+		rd = rx_ready(sl);
+		wr = oxr_link_sending(l) && tx_ready(sl);
 		if (rd || wr) {
 			(*got)++;
 			oxr_link_ready(g, l, rd, wr);
@@ -348,8 +424,7 @@ static int shm_arm(oxr_group *g)
 		if (!sl->live)
 			continue;
 		l = oxr_link_at(g, sl->peer);
-		if (oxr_shm_ring_avail(&sl->rx) ||
-		    (oxr_link_sending(l) && oxr_shm_ring_room(&sl->tx)))
+		if (rx_ready(sl) || (oxr_link_sending(l) && tx_ready(sl)))
 			return 1;
 	}
 	return 0;

@@ -25,8 +25,14 @@ struct oxr_shm_ring {
 	uint8_t nonce[OXR_SHM_NONCE];       /* what the creator's offer said */
 	_Alignas(64) _Atomic uint64_t tail; /* the writer's: bytes written, ever */
 	_Atomic uint32_t writer_waits;      /* the writer sleeps until room comes */
+	/* the writer's single-copy offer (shm_cma.c): big_len bytes at big_addr
+	 * in its memory are the stream's next after ring position big_pos */
+	_Atomic uint64_t big_seq;           /* offers made, ever */
+	uint64_t big_pos, big_addr, big_len;
 	_Alignas(64) _Atomic uint64_t head; /* the reader's: bytes read, ever */
 	_Atomic uint32_t reader_waits;      /* the reader sleeps until bytes come */
+	_Atomic uint32_t big_refused;       /* the last offer was refused: copy them */
+	_Atomic uint64_t big_ack;           /* offers served (read or refused), ever */
 	_Alignas(64) uint8_t data[];
 };
 
@@ -38,6 +44,9 @@ struct oxr_shm_end {
 	uint64_t cap;   /* r->cap as it was checked: the peer may rewrite the page's */
 	uint64_t mine;  /* reader: head; writer: tail */
 	uint64_t seen;  /* reader: the tail last read; writer: the head last read */
+	uint64_t big_seq;  /* writer: offers made; reader: offers served */
+	uint64_t big_off;  /* reader: bytes of the current offer read so far */
+	size_t big_len;    /* writer: the bytes of the offer in flight (0: none) */
 };
 
 /* Creates a ring of cap bytes (a power of two) in a new sealed memfd,
@@ -59,6 +68,24 @@ ssize_t oxr_shm_ring_read(struct oxr_shm_end *e, void *buf, size_t n);
 /* Bytes waiting (reader) / room (writer), -1 when the other's counter is out of bounds. */
 int64_t oxr_shm_ring_avail(struct oxr_shm_end *e);
 int64_t oxr_shm_ring_room(struct oxr_shm_end *e);
+
+/* shm_cma.c: single copy of large pieces, read by the receiver straight
+ * from the sender's memory (process_vm_readv).
+ * Writer: offers len bytes at p as the stream's next (nothing else may be
+ * written until the offer is served); then big_done says 0 (not yet),
+ * 1 (read: the len bytes are sent) or 2 (refused: copy them instead). */
+void oxr_shm_big_offer(struct oxr_shm_end *e, const void *p, size_t len);
+int oxr_shm_big_done(struct oxr_shm_end *e);
+/* Writer: 1 when the offer in flight has its answer (big_done will say which). */
+int oxr_shm_big_answered(struct oxr_shm_end *e);
+/* Reader: 1 when an offer waits and the ring before it is read, 0 none,
+ * -1 a malformed offer. */
+int oxr_shm_big_waiting(struct oxr_shm_end *e);
+/* Reader: reads up to n bytes of the waiting offer from process pid into
+ * buf; refuse: answers "copy them" instead.  Returns bytes read, 0 when it
+ * refused, -1 with errno when the read failed (EPERM, ENOSYS: CMA is not
+ * allowed here, the caller may refuse; anything else: the peer's fault). */
+ssize_t oxr_shm_big_read(struct oxr_shm_end *e, pid_t pid, void *buf, size_t n, int refuse);
 
 /* The flag this end raises before it sleeps, and takes down again. */
 static inline _Atomic uint32_t *oxr_shm_ring_my_wait(struct oxr_shm_end *e, int reader)
