@@ -25,27 +25,36 @@ static const char usage_text[] =
 	"\n"
 	"Prints the oxr version, whether it was built with the verbs (RDMA) backend,\n"
 	"every RDMA device with its ports, GIDs (and which one oxr picks), active MTU,\n"
-	"max inline data, LID and locality, then the transport a context would use.\n"
+	"max inline data, LID and locality, then the transport a context would use\n"
+	"(to ranks on this host, and to other hosts).\n"
 	"\n"
 	"It honours what contexts read:\n"
-	"  OXR_TRANSPORT  auto | tcp | verbs (default auto)\n"
+	"  OXR_TRANSPORT  auto | tcp | verbs | shm (default auto)\n"
+	"  OXR_SHM        0 | 1: shared memory between ranks of one host (default 1 under auto)\n"
 	"  OXR_DEVICE     name or name:port of the RDMA device (default: automatic)\n"
 	"  OXR_GID_INDEX  GID table index (default: automatic)\n"
 	"\n"
 	"Exit status: 0 ok, 1 the environment names something unusable, 2 usage error.\n";
 
-enum { TR_AUTO, TR_TCP, TR_VERBS };
+enum { TR_AUTO, TR_TCP, TR_VERBS, TR_SHM };
 
+/* OXR_TRANSPORT, and the line on links between ranks of this host. */
 static int transport_env(int *tr)
 {
 	oxr_ctx_params p;
 
 	*tr = TR_AUTO;
-	if (oxr_ctx_params_read(OXR_CTX_PARAM_TRANSPORT, &p)) {
+	if (oxr_ctx_params_read(OXR_CTX_PARAM_TRANSPORT | OXR_CTX_PARAM_SHM, &p)) {
 		printf("%s\n", oxr_errmsg());
 		return 1;
 	}
 	*tr = p.transport;
+	if (p.shm == 0 || (p.shm < 0 && (*tr == TR_TCP || *tr == TR_VERBS)))
+		printf("ranks on this host: as to other hosts (%s; OXR_SHM=1 for shared memory)\n",
+		       p.shm == 0 ? "OXR_SHM=0" : *tr == TR_TCP ? "OXR_TRANSPORT=tcp"
+							  : "OXR_TRANSPORT=verbs");
+	else
+		printf("ranks on this host: shm, shared memory (OXR_SHM=0 turns it off)\n");
 	return 0;
 }
 
@@ -92,6 +101,10 @@ int main(int argc, char **argv)
 	printf("oxr %s\n", OXR_VERSION);
 	if (transport_env(&tr))
 		return 1;
+	if (tr == TR_SHM) {
+		printf("OXR_TRANSPORT=shm: using tcp to other hosts\n");
+		return 0;
+	}
 	if (oxr_verbs_built_in()) {
 		printf("verbs backend: built in (libibverbs, librdmacm, hwloc)\n");
 		ndev = oxr_device_describe_all(stdout);

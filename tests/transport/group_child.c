@@ -232,6 +232,38 @@ static int die_mode(oxr_group *g)
 	return 0;
 }
 
+/* The shm provider's memory: two ring mappings per shm link (its own ring
+ * and the peer's), each OXR_SHM_RING_BYTES plus a header page, and no more. */
+static int shm_memory(oxr_group *g)
+{
+	const char *rb = getenv("OXR_SHM_RING_BYTES");
+	long page = sysconf(_SC_PAGESIZE), ring = rb ? atol(rb) : 262144, links = 0, maps = 0;
+	long bytes = 0, each = (ring + 192 + page - 1) / page * page;
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int p;
+
+	CHECK(f, "/proc/self/maps");
+	for (p = 0; p < oxr_group_size(g); p++)
+		links += p != rank && !strcmp(oxr_link_transport(g, p), "shm");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (!strstr(line, "memfd:oxr-shm-ring") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		maps++;
+		bytes += (long)(hi - lo);
+	}
+	fclose(f);
+	CHECK(links == oxr_group_size(g) - 1, "%ld of %d links on shm", links,
+	      oxr_group_size(g) - 1);
+	CHECK(maps == 2 * links && bytes == 2 * links * each,
+	      "%ld ring maps of %ld KiB for %ld shm links (expected %ld KiB)", maps, bytes >> 10,
+	      links, 2 * links * each >> 10);
+	printf("rank %d: shmmem ok (%ld shm links, %ld ring maps, %ld KiB = 2 x %ld x %ld KiB)\n",
+	       rank, links, maps, bytes >> 10, links, each >> 10);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "pairs";
@@ -250,6 +282,8 @@ int main(int argc, char **argv)
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
 	else if (!strcmp(mode, "die"))
 		rc = die_mode(g);
+	else if (!strcmp(mode, "shmmem"))
+		rc = shm_memory(g);
 	else
 		CHECK(0, "unknown mode %s", mode);
 	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(me.boot) == OXR_OK, "final barrier");

@@ -58,6 +58,27 @@ PROVIDER_TEST(group, mixed_orders_in_one_group)
 	run_free(&r);
 }
 
+/* Shared memory per rank is 2 x (OXR_SHM_RING_BYTES + a header page) per
+ * same-host peer linked, and nothing else: checked at 16 ranks (every rank
+ * counts its ring mappings), at two ring sizes. */
+Test(group, shm_memory_per_rank_is_two_rings_per_local_peer_at_16_ranks)
+{
+	static const char *const rings[] = { "OXR_SHM_RING_BYTES=262144", "OXR_SHM_RING_BYTES=65536" };
+	const char *argv[] = { RUN, "-n", "16", "--", CHILD, "shmmem", NULL };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		const char *env[] = { "OXR_TRANSPORT=shm", rings[i], NULL };
+		struct run r = spawn_run(argv, env, NULL, 300);
+
+		expect_ranks_ok(&r, 16, "shmmem", rings[i]);
+		cr_assert_eq(count_of(r.out, i ? "15 shm links, 30 ring maps, 2040 KiB"
+					    : "15 shm links, 30 ring maps, 7800 KiB"),
+			     16, "%s", r.out);
+		run_free(&r);
+	}
+}
+
 PROVIDER_TEST(group, flood_of_1e5_messages_with_bounded_memory)
 {
 	/* a small receive queue, so the sender really is pushed back */

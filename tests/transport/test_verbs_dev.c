@@ -360,6 +360,22 @@ Test(vdev, oxr_info)
 	r = run_info("OXR_TRANSPORT=tcp", NULL);
 	cr_assert_eq(r.rc, 0, "exit %d\n%s%s", r.rc, r.out, r.err);
 	cr_assert_str_eq(last_line(r.out), "OXR_TRANSPORT=tcp: using tcp", "%s", r.out);
+	cr_assert(strstr(r.out, "ranks on this host: as to other hosts (OXR_TRANSPORT=tcp;"), "%s",
+		  r.out);
+	run_free(&r);
+
+	/* what links between ranks of this host use */
+	r = run_info("OXR_TRANSPORT=auto", NULL);
+	cr_assert(strstr(r.out, "\nranks on this host: shm, shared memory"), "%s", r.out);
+	run_free(&r);
+	r = run_info("OXR_SHM=0", NULL);
+	cr_assert(strstr(r.out, "ranks on this host: as to other hosts (OXR_SHM=0;"), "%s", r.out);
+	run_free(&r);
+	r = run_info("OXR_TRANSPORT=shm", NULL);
+	cr_assert_eq(r.rc, 0, "exit %d\n%s%s", r.rc, r.out, r.err);
+	cr_assert(strstr(r.out, "ranks on this host: shm"), "%s", r.out);
+	cr_assert_str_eq(last_line(r.out), "OXR_TRANSPORT=shm: using tcp to other hosts", "%s",
+			 r.out);
 	run_free(&r);
 
 	r = run_info("OXR_DEVICE=nonexistent", NULL);
