@@ -9,8 +9,9 @@
  * notification at the target (oxr_win_wait), so a round trip is what
  * perftest's ib_write_lat measures plus oxr's notification.  On verbs the
  * bytes go by RDMA WRITE into the registered window (up to
- * OXR_VERBS_PUT_INLINE bytes in the stream, with their note); on TCP by the
- * emulated put.  Control messages are ordinary OX messages.
+ * OXR_VERBS_PUT_INLINE bytes in the stream, with their note); on shm by a
+ * memcpy into the peer's window (memory from oxr_win_alloc) and a note in
+ * the link's ring; on TCP by the emulated put.  Control messages are ordinary OX messages.
  *
  * --polled: what ib_write_lat measures, no more.  oxr_put_nonotify (no note)
  * with a sequence byte last in the payload, and the target polls that byte
@@ -39,6 +40,7 @@ static uint8_t sent_seq, got_seq; /* --polled: the last byte of each put */
 static void be_init(int *argc, char ***argv, int *rank, int *size)
 {
 	size_t i;
+	void *win_v = NULL;
 
 	int i_arg, o_arg;
 
@@ -57,9 +59,12 @@ static void be_init(int *argc, char ***argv, int *rank, int *size)
 	check(oxr_group_boot(ctx, boot, &grp), "group");
 	check(oxr_arena_create(&small), "arena");
 	pattern = malloc(PP_MAX_BYTES);
-	winmem = calloc(1, PP_MAX_BYTES);
-	if (!pattern || !winmem)
+	if (!pattern)
 		die("out of memory");
+	/* the window's memory as a user would take it for puts: near the HCA
+	 * on verbs, shared with the ranks of this host on shm */
+	check(oxr_win_alloc(grp, PP_MAX_BYTES, &win_v), "window memory");
+	winmem = win_v;
 	for (i = 0; i < PP_MAX_BYTES; i++)
 		pattern[i] = (uint8_t)(i * 7 + 1);
 	check(oxr_win_create(grp, 1, winmem, PP_MAX_BYTES, -1, &win), "window");
@@ -72,8 +77,8 @@ static void be_fini(void)
 	oxr_win_destroy(win);
 	oxr_arena_destroy(small);
 	free(pattern);
+	oxr_win_free(grp, winmem, PP_MAX_BYTES);
 	oxr_group_destroy(grp);
-	free(winmem);
 	oxr_ctx_destroy(ctx);
 	oxr_boot_close(boot);
 }

@@ -55,7 +55,10 @@ int oxr_barrier_algo(const oxr_barrier_t *b)
 	return b->c.algo == BAR_ALG_BITMAP ? OXR_BARRIER_BITMAP : OXR_BARRIER_DISSEMINATION;
 }
 
-static oxr_status_t pick_algo(int algo, int env, int *out)
+/* auto: at 2 ranks the bitmap barrier takes two hops (request, then
+ * establishment) where dissemination takes one each way at once; above,
+ * the bitmap barrier's fewer writes win (oxr/barrier.h has the figures). */
+static oxr_status_t pick_algo(int algo, int env, int n, int *out)
 {
 	if (algo == OXR_BARRIER_BITMAP || algo == OXR_BARRIER_DISSEMINATION) {
 		*out = algo;
@@ -63,7 +66,8 @@ static oxr_status_t pick_algo(int algo, int env, int *out)
 	}
 	if (algo != OXR_BARRIER_DEFAULT)
 		return oxr_err(OXR_ERR_INVAL, "barrier: unknown algorithm %d", algo);
-	*out = env == 1 ? OXR_BARRIER_DISSEMINATION : OXR_BARRIER_BITMAP; /* OXR_BARRIER */
+	/* OXR_BARRIER: bitmap, dissemination, auto */
+	*out = env == 1 || (env == 2 && n == 2) ? OXR_BARRIER_DISSEMINATION : OXR_BARRIER_BITMAP;
 	return OXR_OK;
 }
 
@@ -79,11 +83,11 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "barrier_create: NULL argument");
 	p = oxr_ctx_get_params(oxr_group_ctx(g));
-	if ((st = pick_algo(algo, p->barrier, &a)))
+	n = oxr_group_size(g);
+	if ((st = pick_algo(algo, p->barrier, n, &a)))
 		return st;
 	spin = p->coll_spin_us >= 0 ? p->coll_spin_us : BAR_SPIN_DEFAULT;
 	radix = p->barrier_radix;
-	n = oxr_group_size(g);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory");

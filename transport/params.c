@@ -49,7 +49,7 @@ static const char *const transports[] = { "auto", "tcp", "verbs", "shm", NULL };
 static const char *const orders[] = { "network", "little", NULL };
 static const char *const cms[] = { "tcp", "rdmacm", NULL };
 static const char *const boots[] = { "singleton", "run", "pmix", NULL };
-static const char *const barriers[] = { "bitmap", "dissemination", NULL };
+static const char *const barriers[] = { "bitmap", "dissemination", "auto", NULL };
 
 #define DAY_MS 86400000L
 
@@ -112,7 +112,7 @@ static const struct knob knobs[] = {
 	     "the chain's chunk"),
 	INT(COLL_SPIN_US, coll_spin_us, 0, 10000000, -1, "1000 / 2000",
 	    "how long a collective polls before it sleeps (barrier / bcast and reduce)"),
-	WORD(BARRIER, barrier, barriers, 0, "bitmap", "the barrier algorithm"),
+	WORD(BARRIER, barrier, barriers, 2, "auto", "the barrier algorithm (auto: dissemination at 2 ranks, bitmap above)"),
 	INT(BARRIER_RADIX, barrier_radix, 2, 64, 16, "16", "the fan-out of the barrier's tree"),
 	SIZE(CRYSTAL_REGION_BYTES, crystal_region_bytes, 64, 1u << 30, 8, 65536u, "64 KiB",
 	     "crystal router landing region: first size"),

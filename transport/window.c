@@ -16,9 +16,16 @@
  * verbs_wqp.c).  All of a link's puts take the one path, so they land in
  * the order they were made.
  *
+ * On a shm link (a rank of this host) the window, if its memory came from
+ * oxr_win_alloc, is registered with the host provider too: a put is a
+ * memcpy into the peer's mapping and a note in the link's ring
+ * (shm/shm_win.c).  Each link's descriptor carries the registration of the
+ * provider that carries that link.
+ *
  * A revoke deregisters every window at once: an RDMA write of the revoked
- * epoch that comes late is refused by the HCA, and the reset registers the
- * window anew (a new rkey) for the next epoch.
+ * epoch that comes late is refused by the HCA, a store from a rank of this
+ * host lands in pages the window no longer uses (shm_win.c), and the reset
+ * registers the window anew (a new rkey) for the next epoch.
  *
  * Invariant: a byte lands in a window only if the frame came over an
  * authenticated link, names a live window of this rank, carries the
@@ -43,9 +50,12 @@ struct oxr_win {
 	oxr_win_note *notes; /* ring */
 	size_t head, count, cap;
 	uint64_t landed;
-	struct oxr_prov_mr *mr; /* registered for remote write (a provider with puts) */
-	uint64_t addr;
-	uint32_t rkey;
+	/* registered for remote write: [0] by the network provider, [1] the host's */
+	struct {
+		struct oxr_prov_mr *mr;
+		uint64_t addr;
+		uint32_t rkey;
+	} reg[2];
 };
 
 struct rwin {
@@ -142,20 +152,70 @@ static int can_put(const struct link *l)
 	return (l->ops->caps & OXR_LINK_CAP_PUT) != 0;
 }
 
+/* The network provider (0) or the host's (1), NULL when it has none. */
+static const struct oxr_provider *prov_at(const oxr_ctx *c, int i)
+{
+	return i ? c->hprov : c->prov;
+}
+
+/* Which registration serves puts over l: -1 none (the stream carries them). */
+static int reg_of(const oxr_group *g, const struct link *l)
+{
+	if (!can_put(l))
+		return -1;
+	return g->ctx->hprov && l->ops == g->ctx->hprov->link_ops;
+}
+
+/* Windows' memory comes from the host provider when there is one, so
+ * ranks of this host can map it. */
+static const struct oxr_provider *mem_prov(const oxr_ctx *c)
+{
+	return c->hprov && c->hprov->mem_alloc ? c->hprov : c->prov;
+}
+
+static void regs_drop(oxr_group *g, oxr_win *w)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (w->reg[i].mr) {
+			prov_at(g->ctx, i)->win_dereg(w->reg[i].mr);
+			w->reg[i].mr = NULL;
+		}
+}
+
+static oxr_status_t regs_make(oxr_group *g, oxr_win *w)
+{
+	oxr_status_t st = OXR_OK;
+	int i;
+
+	for (i = 0; i < 2 && st == OXR_OK; i++) {
+		const struct oxr_provider *p = prov_at(g->ctx, i);
+		if (p && p->win_reg)
+			st = p->win_reg(g, w->base, w->len, &w->reg[i].mr, &w->reg[i].addr,
+					&w->reg[i].rkey);
+	}
+	return st;
+}
+
 static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 {
 	oxr_status_t st = OXR_OK;
 	int p;
 
 	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32),
-				  (uint32_t)w->len, (uint32_t)(w->addr >> 32), (uint32_t)w->addr,
-				  w->rkey };
+		int i;
+		uint64_t addr;
 		if (p == g->rank || !link_up(&g->links[p]) || g->links[p].mode != OXR_LINK_AUTH)
 			continue;
+		i = reg_of(g, &g->links[p]);
+		addr = i >= 0 ? w->reg[i].addr : 0;
+		uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32),
+				  (uint32_t)w->len, (uint32_t)(addr >> 32), (uint32_t)addr,
+				  i >= 0 ? w->reg[i].rkey : 0 };
 		oxr_arena_reset(g->scratch);
 		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
-				  ints(g->scratch, can_put(&g->links[p]) && w->mr ? 7 : 4, v, 0));
+				  ints(g->scratch, i >= 0 && w->reg[i].mr ? 7 : 4, v, 0));
 	}
 	return st;
 }
@@ -166,8 +226,8 @@ oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out)
 
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "win_alloc: NULL argument");
-	if (g->ctx->prov->mem_alloc) {
-		p = g->ctx->prov->mem_alloc(g->ctx, len);
+	if (mem_prov(g->ctx)->mem_alloc) {
+		p = mem_prov(g->ctx)->mem_alloc(g->ctx, len);
 		if (p && len)
 			memset(p, 0, len); /* hwloc's mmap is zeroed; its fallbacks need not be */
 	} else if (!posix_memalign(&p, 4096, len ? len : 1))
@@ -182,8 +242,8 @@ void oxr_win_free(oxr_group *g, void *p, size_t len)
 {
 	if (!g || !p)
 		return;
-	if (g->ctx->prov->mem_free)
-		g->ctx->prov->mem_free(g->ctx, p, len);
+	if (mem_prov(g->ctx)->mem_free)
+		mem_prov(g->ctx)->mem_free(g->ctx, p, len);
 	else
 		free(p);
 }
@@ -205,8 +265,7 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 	*w = (oxr_win){ .next = g->wins, .g = g, .id = id, .epoch = g->epoch, .base = base,
 			.len = len };
 	g->wins = w;
-	if (g->ctx->prov->win_reg)
-		st = g->ctx->prov->win_reg(g, base, len, &w->mr, &w->addr, &w->rkey);
+	st = regs_make(g, w);
 	if (st == OXR_OK && g->ctx->prov->win_open)
 		st = g->ctx->prov->win_open(g);
 	if (st == OXR_OK)
@@ -232,8 +291,7 @@ void oxr_win_destroy(oxr_win *w)
 			*pp = w->next;
 			break;
 		}
-	if (w->mr)
-		w->g->ctx->prov->win_dereg(w->mr);
+	regs_drop(w->g, w);
 	free(w->notes);
 	free(w);
 }
@@ -448,11 +506,13 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 void oxr_windows_revoked(oxr_group *g)
 {
 	oxr_win *w;
+	int i;
 
 	for (w = g->wins; w; w = w->next) {
 		w->head = w->count = 0;
-		if (w->mr)
-			g->ctx->prov->win_revoke(w->mr);
+		for (i = 0; i < 2; i++)
+			if (w->reg[i].mr)
+				prov_at(g->ctx, i)->win_revoke(w->reg[i].mr);
 	}
 }
 
@@ -482,18 +542,18 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
 
 	if (g->ctx->prov->new_epoch)
 		g->ctx->prov->new_epoch(g);
+	if (g->ctx->hprov && g->ctx->hprov->new_epoch)
+		g->ctx->hprov->new_epoch(g);
 	if (g->wins && g->ctx->prov->win_open)
 		st = g->ctx->prov->win_open(g);
 	for (w = g->wins; w && st == OXR_OK; w = w->next) {
 		w->epoch = g->epoch;
 		w->head = w->count = 0;
-		if (w->mr) { /* a new registration: the old epoch's rkey is dead at the device */
-			g->ctx->prov->win_dereg(w->mr);
-			w->mr = NULL;
-			st = g->ctx->prov->win_reg(g, w->base, w->len, &w->mr, &w->addr, &w->rkey);
-			if (st)
-				break;
-		}
+		/* new registrations: the old epoch's keys are dead (at the device;
+		 * a shm window's old pages are gone from it) */
+		regs_drop(g, w);
+		if ((st = regs_make(g, w)))
+			break;
 		st = announce(g, w);
 	}
 	if (st == OXR_OK)

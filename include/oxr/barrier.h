@@ -17,7 +17,11 @@
  *                              rank + 2^k: n ceil(log2 n) writes, log2(n)
  *                              per rank, log2(n) hops.
  *   OXR_BARRIER_DEFAULT        the environment's OXR_BARRIER=bitmap|
- *                              dissemination if set, else the bitmap barrier.
+ *                              dissemination|auto; auto (the default) is
+ *                              dissemination at 2 ranks (one hop each way
+ *                              at once, where the bitmap barrier takes
+ *                              two in turn: on shm 0.76 against 1.88 us,
+ *                              2026-12-05), the bitmap barrier above.
  *
  * Why the bitmap barrier is the default: measured with bench/run_barrier.sh
  * on the 2-core CI machine (tcp, ranks oversubscribed, OXR_COLL_SPIN_US and
@@ -46,8 +50,8 @@
  *
  * Environment (read by oxr_ctx_create into the group's context's
  * oxr_ctx_params, oxr/params.h; a malformed value is an error naming it):
- *   OXR_BARRIER        bitmap | dissemination: the algorithm of
- *                      OXR_BARRIER_DEFAULT
+ *   OXR_BARRIER        bitmap | dissemination | auto (default): the
+ *                      algorithm of OXR_BARRIER_DEFAULT
  *   OXR_COLL_SPIN_US   microseconds a barrier's wait polls, yielding the
  *                      core between polls, before it sleeps in the
  *                      transport (default 1000; shared with bcast/reduce;

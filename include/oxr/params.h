@@ -85,7 +85,7 @@ typedef struct oxr_group oxr_group;
  * 0..3 = error, warn, info, debug; transport 0..3 = auto, tcp, verbs, shm; order
  * OXR_ORDER_NETWORK or OXR_ORDER_LITTLE; verbs_cm 0 = tcp, 1 = rdmacm; boot
  * OXR_BOOT_SINGLETON, _RUN, _PMIX or -1 (detect); barrier 0 = bitmap,
- * 1 = dissemination.  -1 in spin_us, gid_index, coll_spin_us,
+ * 1 = dissemination, 2 = auto (dissemination at 2 ranks, bitmap above).  -1 in spin_us, gid_index, coll_spin_us,
  * server_timeout_ms and shm and NULL in a string are "the default" (README.md says
  * what that is).  A context's strings are its own copies.
  */

@@ -151,6 +151,27 @@ void pair_windows(struct pair *p, uint32_t id, struct win_arg *wa, void *abase, 
 	cr_assert_eq(wb->st, OXR_OK, "%s", oxr_errmsg());
 }
 
+static void *reset_side(void *arg)
+{
+	struct side *s = arg;
+
+	s->st = oxr_group_reset(s->g, 20000);
+	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
+	return NULL;
+}
+
+void reset_both(struct pair *p)
+{
+	struct side a = { .g = p->a }, b = { .g = p->b };
+	pthread_t t;
+
+	pthread_create(&t, NULL, reset_side, &a);
+	reset_side(&b);
+	pthread_join(t, NULL);
+	cr_assert_eq(a.st, OXR_OK, "rank 0 reset: %s", a.err);
+	cr_assert_eq(b.st, OXR_OK, "rank 1 reset: %s", b.err);
+}
+
 void verbs_pair(struct pair *p)
 {
 	setenv("OXR_TRANSPORT", "verbs", 1);

@@ -53,6 +53,9 @@ struct side {
 /* A thread body: a receive from rank 0 on s->g for s->timeout_ms. */
 void *blocked_recv(void *arg);
 
+/* Both ranks of the pair reset their groups at once (a in a thread), checked. */
+void reset_both(struct pair *p);
+
 /* A window being created by one rank of a pair. */
 struct win_arg {
 	oxr_group *g;

@@ -353,6 +353,42 @@ Test(params, create_with_mask_beats_environment)
 	cr_assert_eq(oxr_ctx_create_with(&p, &c), OXR_ERR_INVAL);
 }
 
+/* OXR_BARRIER=auto (the default): dissemination at 2 ranks, bitmap above. */
+Test(params, the_default_barrier_is_dissemination_at_two_ranks_only)
+{
+	static const struct {
+		const char *env;
+		int n, want;
+	} t[] = {
+		{ NULL, 1, OXR_BARRIER_BITMAP },        { NULL, 2, OXR_BARRIER_DISSEMINATION },
+		{ NULL, 3, OXR_BARRIER_BITMAP },        { "auto", 2, OXR_BARRIER_DISSEMINATION },
+		{ "bitmap", 2, OXR_BARRIER_BITMAP },    { "dissemination", 3, OXR_BARRIER_DISSEMINATION },
+	};
+	size_t i;
+
+	setenv("OXR_TRANSPORT", "tcp", 1);
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		oxr_barrier_t *b;
+		oxr_group *g;
+		oxr_ctx *c;
+		if (t[i].env)
+			setenv("OXR_BARRIER", t[i].env, 1);
+		else
+			unsetenv("OXR_BARRIER");
+		cr_assert_eq(oxr_ctx_create(&c), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_group_create(c, t[i].n, 0, &g), OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_barrier_create(g, OXR_BARRIER_DEFAULT, &b), OXR_OK, "%s",
+			     oxr_errmsg());
+		cr_assert_eq(oxr_barrier_algo(b), t[i].want, "OXR_BARRIER=%s, %d ranks",
+			     t[i].env ? t[i].env : "(unset)", t[i].n);
+		oxr_barrier_destroy(b);
+		oxr_group_destroy(g);
+		oxr_ctx_destroy(c);
+	}
+	unsetenv("OXR_BARRIER");
+	unsetenv("OXR_TRANSPORT");
+}
+
 /* What a collective reads comes from its group's context. */
 Test(params, barrier_reads_the_context)
 {

@@ -59,27 +59,6 @@ static oxr_status_t recv_int(oxr_group *g, int peer, int32_t *v)
 	return st;
 }
 
-static void *reset_side(void *arg)
-{
-	struct side *s = arg;
-
-	s->st = oxr_group_reset(s->g, 20000);
-	snprintf(s->err, sizeof(s->err), "%s", oxr_errmsg());
-	return NULL;
-}
-
-/* Both ranks reset at once (a in a thread). */
-static void reset_both(struct pair *p)
-{
-	struct side a = { .g = p->a }, b = { .g = p->b };
-	pthread_t t;
-
-	pthread_create(&t, NULL, reset_side, &a);
-	reset_side(&b);
-	pthread_join(t, NULL);
-	cr_assert_eq(a.st, OXR_OK, "rank 0 reset: %s", a.err);
-	cr_assert_eq(b.st, OXR_OK, "rank 1 reset: %s", b.err);
-}
 
 PROVIDER_TEST(revoke, a_revoke_fails_the_peers_pending_receive_and_a_reset_restores_the_group)
 {

@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,15 +60,18 @@ static int ring_fds(void)
 	return n;
 }
 
-static int dev_shm_entries(void)
+/* Entries of /dev/shm named for oxr (other programs, as an mpirun of a
+ * test running beside this one, come and go there). */
+static int dev_shm_oxr_entries(void)
 {
 	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
 	int n = 0;
 
 	if (!d)
 		return 0;
-	while (readdir(d))
-		n++;
+	while ((e = readdir(d)))
+		n += strstr(e->d_name, "oxr") != NULL;
 	closedir(d);
 	return n;
 }
@@ -237,7 +241,7 @@ Test(shm, no_ring_outlives_its_link)
 {
 	struct pair p;
 	uintptr_t at[8];
-	int shm0 = dev_shm_entries();
+	int shm0 = dev_shm_oxr_entries();
 
 	pair_with(&p, "shm", NULL, NULL);
 	cr_assert_eq(ring_maps(at, 8), 4);
@@ -248,5 +252,210 @@ Test(shm, no_ring_outlives_its_link)
 	free_pair(&p);
 	cr_assert_eq(ring_maps(at, 8), 0, "unmapped when the groups go");
 	cr_assert_eq(ring_fds(), 0);
-	cr_assert_eq(dev_shm_entries(), shm0, "nothing left in /dev/shm (memfds have no name)");
+	cr_assert_eq(dev_shm_oxr_entries(), shm0, "nothing left in /dev/shm (memfds have no name)");
+}
+
+/* Mappings of window memfds (oxr_win_alloc's on a shm context). */
+static int win_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:oxr-win-") != NULL;
+	fclose(f);
+	return n;
+}
+
+/* Window memory from oxr_win_alloc on both ranks of a shm pair: window 5. */
+static void alloc_windows(struct pair *p, struct win_arg *wa, struct win_arg *wb, size_t len)
+{
+	void *ma = NULL, *mb = NULL;
+
+	cr_assert_eq(oxr_win_alloc(p->a, len, &ma), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_alloc(p->b, len, &mb), OXR_OK, "%s", oxr_errmsg());
+	pair_windows(p, 5, wa, ma, len, wb, mb, len);
+}
+
+static void free_windows(struct pair *p, struct win_arg *wa, struct win_arg *wb)
+{
+	oxr_win_destroy(wa->w);
+	oxr_win_destroy(wb->w);
+	oxr_win_free(p->a, wa->base, wa->len);
+	oxr_win_free(p->b, wb->base, wb->len);
+}
+
+static void send_int(oxr_group *g, int peer, int32_t v)
+{
+	oxr_arena *ar;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA };
+
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	m.cmo = oxr_cmo_new_int32(ar, v);
+	cr_assert_eq(oxr_send(g, peer, &m), OXR_OK, "%s", oxr_errmsg());
+	oxr_arena_destroy(ar);
+}
+
+static int32_t recv_int(oxr_group *g, int peer)
+{
+	oxr_rmsg *m = NULL;
+	int32_t v;
+
+	cr_assert_eq(oxr_recv(g, peer, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32);
+	v = m->msg.cmo->v.i32;
+	oxr_rmsg_free(m);
+	return v;
+}
+
+struct drain {
+	oxr_win *w;
+	int want, got, out_of_order;
+	char err[256];
+};
+
+/* Takes d->want notes in order (values 0, 1, ...). */
+static void *drain_notes(void *arg)
+{
+	struct drain *d = arg;
+	oxr_win_note n;
+
+	while (d->got < d->want && oxr_win_wait(d->w, 5000, &n) == OXR_OK)
+		d->out_of_order += n.value != (uint32_t)d->got++;
+	snprintf(d->err, sizeof(d->err), "%s", oxr_errmsg());
+	return NULL;
+}
+
+/* A put into memory from oxr_win_alloc is a store into the target's pages,
+ * mapped by the origin at its first put; the notes keep their place among
+ * the messages: a message sent after a put finds the put's note taken, one
+ * sent before it is received before the note. */
+Test(shm, puts_into_window_memory_are_stores_and_notes_keep_their_place)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	oxr_win_note n;
+	int i;
+
+	pair_with(&p, "shm", NULL, NULL);
+	alloc_windows(&p, &wa, &wb, 8192);
+	cr_assert_eq(win_maps(), 2, "each rank maps its own window memory");
+	cr_assert_eq(oxr_put(p.b, 0, 5, 100, "hello", 5, 7), OXR_OK, "%s", oxr_errmsg());
+	/* the store is there before the target runs any oxr code */
+	cr_assert(!memcmp((char *)wa.base + 100, "hello", 5));
+	cr_assert_eq(win_maps(), 3, "the origin mapped the target's window at its first put");
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.peer, 1);
+	cr_assert_eq(n.value, 7);
+	cr_assert_eq(n.offset, 100);
+	cr_assert_eq(n.len, 5);
+	cr_assert_eq(oxr_win_landed(wa.w), 1);
+
+	/* message, put, message: when the note is taken the message sent ahead
+	 * of it is there, and the one sent after it finds the note taken */
+	send_int(p.b, 0, 1);
+	cr_assert_eq(oxr_put(p.b, 0, 5, 200, "x", 1, 8), OXR_OK);
+	send_int(p.b, 0, 2);
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 8);
+	{
+		oxr_rmsg *m = NULL;
+		cr_assert_eq(oxr_recv(p.a, 1, 0, &m), OXR_OK, "message 1 came before the note");
+		cr_assert_eq(m->msg.cmo->v.i32, 1);
+		oxr_rmsg_free(m);
+	}
+	cr_assert_eq(recv_int(p.a, 1), 2);
+	cr_assert_eq(oxr_put(p.b, 0, 5, 201, "y", 1, 9), OXR_OK);
+	send_int(p.b, 0, 3);
+	cr_assert_eq(recv_int(p.a, 1), 3);
+	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_OK, "the note came before message 3");
+	cr_assert_eq(n.value, 9);
+
+	/* more notes than the ring holds (64): the origin waits for room while
+	 * the target takes them, in order, in a thread */
+	{
+		struct drain d = { .w = wa.w, .want = 300 };
+		pthread_t t;
+		pthread_create(&t, NULL, drain_notes, &d);
+		for (i = 0; i < 300; i++) {
+			uint8_t b = (uint8_t)i;
+			cr_assert_eq(oxr_put(p.b, 0, 5, 1000 + (uint64_t)i, &b, 1, (uint32_t)i),
+				     OXR_OK, "%s", oxr_errmsg());
+		}
+		pthread_join(t, NULL);
+		cr_assert_eq(d.got, 300, "notes lost (%d came, %s)", d.got, d.err);
+		cr_assert_eq(d.out_of_order, 0);
+		for (i = 0; i < 300; i++)
+			cr_assert_eq(((uint8_t *)wa.base)[1000 + i], (uint8_t)i);
+	}
+	free_windows(&p, &wa, &wb);
+	free_pair(&p);
+	cr_assert_eq(win_maps(), 0, "no window memory outlives its context");
+}
+
+/* The epoch invariant on shared memory: a store the origin makes before
+ * it has seen the target's revoke lands in pages the target no longer
+ * uses, never in its window, before or after the reset; the window keeps
+ * what it held, and the new epoch's puts land. */
+Test(shm, a_late_store_after_the_revoke_never_shows_in_the_window)
+{
+	struct pair p;
+	struct win_arg wa, wb;
+	oxr_win_note n;
+	uint8_t *w;
+
+	pair_with(&p, "shm", NULL, NULL);
+	alloc_windows(&p, &wa, &wb, 8192);
+	w = wa.base;
+	cr_assert_eq(oxr_put(p.b, 0, 5, 100, "before", 6, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_group_revoke(p.a), OXR_OK);
+	/* rank 1 has not looked at its links yet: to it, epoch 0 is live */
+	cr_assert(!oxr_group_revoked(p.b, NULL));
+	cr_assert_eq(oxr_put(p.b, 0, 5, 200, "LATE!", 5, 2), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put_nonotify(p.b, 0, 5, 300, "LATE!", 5), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(memcmp(w + 200, "LATE!", 5) && memcmp(w + 300, "LATE!", 5),
+		  "a store after the revoke landed in the window");
+	cr_assert(!memcmp(w + 100, "before", 6), "the window kept what it held");
+	reset_both(&p);
+	cr_assert(memcmp(w + 200, "LATE!", 5) && memcmp(w + 300, "LATE!", 5),
+		  "the late store shows after the reset");
+	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_ERR_TIMEOUT, "no note of the old epoch");
+	cr_assert_eq(oxr_put(p.b, 0, 5, 400, "fresh", 5, 3), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(n.value, 3);
+	cr_assert(!memcmp(w + 400, "fresh", 5));
+	cr_assert(!memcmp(w + 100, "before", 6));
+	cr_assert_eq(win_maps(), 3, "the origin dropped its mapping of the old pages");
+	free_windows(&p, &wa, &wb);
+	free_pair(&p);
+}
+
+/* A window over memory of the caller's own takes the ring (as on tcp), and
+ * a second window over the same oxr_win_alloc memory too: both still land,
+ * with their notes in order. */
+Test(shm, windows_over_other_memory_take_the_ring)
+{
+	struct pair p;
+	struct win_arg wa, wb, xa, xb;
+	oxr_win_note n;
+
+	pair_with(&p, "shm", NULL, NULL);
+	alloc_windows(&p, &wa, &wb, 4096);
+	pair_windows(&p, 6, &xa, calloc(1, 4096), 4096, &xb, calloc(1, 4096), 4096);
+	cr_assert_eq(oxr_put(p.b, 0, 6, 10, "ring", 4, 1), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_put(p.b, 0, 5, 10, "store", 5, 2), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(oxr_win_wait(xa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(!memcmp((char *)xa.base + 10, "ring", 4));
+	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
+	cr_assert(!memcmp((char *)wa.base + 10, "store", 5));
+	cr_assert_eq(win_maps(), 3, "only the oxr_win_alloc window was mapped by the origin");
+	oxr_win_destroy(xa.w);
+	oxr_win_destroy(xb.w);
+	free(xa.base);
+	free(xb.base);
+	free_windows(&p, &wa, &wb);
+	free_pair(&p);
 }

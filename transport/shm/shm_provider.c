@@ -14,12 +14,15 @@
  * not an eventfd: the peer opens it through /proc/<pid>/fd, which the
  * kernel refuses for an eventfd.
  *
+ * Puts (shm_win.c): into window memory from oxr_win_alloc a put is a store
+ * into the peer's mapped window and a note in the ring header's note slots.
+ *
  * Per rank: one doorbell (2 fds) per group; per shm link two mappings of
- * OXR_SHM_RING_BYTES + 192 bytes (the link's own ring and the peer's), one fd
- * for the peer's doorbell and, until the peer mapped it, the ring's memfd.
- * Nothing is made for a peer before its link opens: memory per rank is
- * 2 x (ring + 192 B) x (same-host links open), at most 2 x 256 KiB x (L - 1)
- * for L ranks on the node with the default ring.
+ * OXR_SHM_RING_BYTES + a 2.8 KiB header with the note slots (the link's own
+ * ring and the peer's), one fd for the peer's doorbell and, until the peer
+ * mapped it, the ring's memfd.  Nothing is made for a peer before its link
+ * opens: memory per rank is 2 x (ring + 4 KiB) x (same-host links open), at
+ * most 2 x 260 KiB x (L - 1) for L ranks on the node with the default ring.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,39 +34,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "oxr_internal.h"
-#include "provider.h"
-#include "shm_ring.h"
+#include "shm_impl.h"
 
 #define OFFER_MAGIC 0x5348584fu /* "OXHS" */
-#define OFFER_VERSION 1u
+#define OFFER_VERSION 2u
 #define OFFER_BYTES 44 /* magic, version, pid, ring fd, doorbell fd, cap (u64), nonce */
 #define EPOLL_BELL OXR_EPOLL_HOST
 
-struct shm_ctx {
-	uint64_t ring_bytes;
-	uint64_t cma_bytes; /* pieces this big go by single copy (0: never) */
-};
-
-struct shm_link {
-	struct oxr_shm_end rx, tx; /* my ring (the peer writes), the peer's (I write) */
-	int rx_fd;                 /* my ring's memfd, until the peer mapped it */
-	int bell;                  /* the peer's doorbell */
-	int peer;
-	int live;                  /* connected: poll may move it */
-	pid_t peer_pid;
-	uint64_t cma_bytes;        /* single copy from this size on (0: off; a refusal turns it off) */
-	int cma_in;                /* this side may read the peer's offers */
-};
-
-struct shm_group {
-	int bell[2];               /* my doorbell: read end in g->epfd */
-	struct shm_link **links;   /* those of this group, offered or live */
-	int n, max;
-};
-
 static struct shm_group *sgr(oxr_group *g) { return g->hgroup; }
-static struct shm_link *sl_of(const struct link *l) { return oxr_link_priv(l); }
+static struct shm_link *sl_of(const struct link *l) { return oxr_shm_link_of(l); }
 
 static oxr_status_t shm_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int required, void **pctx)
 {
@@ -85,6 +64,7 @@ static oxr_status_t shm_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int requir
 
 static void shm_ctx_close(void *pctx)
 {
+	oxr_shm_mems_free(pctx);
 	free(pctx);
 }
 
@@ -144,6 +124,7 @@ static void link_free(oxr_group *g, struct shm_link *sl)
 		}
 	oxr_shm_ring_unmap(&sl->rx);
 	oxr_shm_ring_unmap(&sl->tx);
+	oxr_shm_atts_free(sl);
 	if (sl->rx_fd >= 0)
 		close(sl->rx_fd);
 	if (sl->bell >= 0)
@@ -243,14 +224,14 @@ static oxr_status_t shm_connect(oxr_group *g, void *priv, const uint8_t *theirs,
 	return OXR_OK;
 }
 
-static void ring(int bell)
+void oxr_shm_ring_bell(int bell)
 {
 	/* a full pipe has wake-ups pending already */
 	ssize_t k = write(bell, "", 1);
 	(void)k;
 }
 
-static int broken(oxr_group *g, struct link *l, const char *which)
+int oxr_shm_broken(oxr_group *g, struct link *l, const char *which)
 {
 	oxr_link_fail(g, l, OXR_ERR_PROTO, "shm link to rank %d: the peer broke the %s ring "
 		      "(a counter or an offer out of bounds)", oxr_link_peer(l), which);
@@ -280,26 +261,43 @@ static ssize_t big_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 		return -1;
 	}
 	if (k < 0)
-		return broken(g, l, "receive");
+		return oxr_shm_broken(g, l, "receive");
 	return k;
 }
 
 static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 	struct shm_link *sl = sl_of(l);
-	int big = oxr_shm_big_waiting(&sl->rx);
+	/* the stream first, then the notes: a note pushed before the bytes
+	 * seen here is seen too, and is taken before them (shm_ring.h) */
+	int64_t avail = oxr_shm_ring_avail(&sl->rx);
+	int big = avail < 0 ? 0 : oxr_shm_big_waiting(&sl->rx), broke;
+	size_t want = n, before;
 	ssize_t k;
 
 	(void)arena;
-	if (big < 0)
-		return broken(g, l, "receive");
-	k = big ? big_recv(g, l, buf, n) : oxr_shm_ring_read(&sl->rx, buf, n);
-	if (k < 0)
-		return big ? -1 : broken(g, l, "receive");
+	if (avail < 0 || big < 0)
+		return oxr_shm_broken(g, l, "receive");
+	before = oxr_shm_take_notes(g, l, sl, &broke);
+	if (broke)
+		return -1;
+	if (big) {
+		k = big_recv(g, l, buf, n);
+		if (k < 0)
+			return -1;
+	} else {
+		if ((uint64_t)avail < n)
+			n = (size_t)avail;
+		if (before < n)
+			n = before;
+		k = n ? oxr_shm_ring_read(&sl->rx, buf, n) : 0;
+		if (k < 0)
+			return oxr_shm_broken(g, l, "receive");
+	}
 	/* room came, or the offer's answer: a sleeping writer wants to know */
 	if ((k > 0 || big) && oxr_shm_ring_must_wake(&sl->rx, 1))
-		ring(sl->bell);
-	if (k == 0 && n) {
+		oxr_shm_ring_bell(sl->bell);
+	if (k == 0 && want) {
 		errno = EAGAIN;
 		return -1;
 	}
@@ -330,16 +328,16 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 		if (n == 0) { /* a large piece first: offer it, write nothing else */
 			oxr_shm_big_offer(&sl->tx, iov[0].iov_base, iov[0].iov_len);
 			if (oxr_shm_ring_must_wake(&sl->tx, 0))
-				ring(sl->bell);
+				oxr_shm_ring_bell(sl->bell);
 			errno = EAGAIN;
 			return -1;
 		}
 	}
 	k = oxr_shm_ring_write(&sl->tx, iov, n);
 	if (k < 0)
-		return broken(g, l, "send");
+		return oxr_shm_broken(g, l, "send");
 	if (k > 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
-		ring(sl->bell);
+		oxr_shm_ring_bell(sl->bell);
 	if (k == 0) {
 		errno = EAGAIN;
 		return -1;
@@ -347,16 +345,30 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 	return k;
 }
 
-/* Bytes or an offer to read (or a broken ring, which recv then reports). */
+/* Bytes, a note or an offer to read (or a broken ring, which recv then reports). */
 static int rx_ready(struct shm_link *sl)
 {
-	return oxr_shm_ring_avail(&sl->rx) != 0 || oxr_shm_big_waiting(&sl->rx) != 0;
+	struct oxr_shm_note n;
+
+	return oxr_shm_ring_avail(&sl->rx) != 0 || oxr_shm_note_peek(&sl->rx, &n) != 0 ||
+	       oxr_shm_big_waiting(&sl->rx) != 0;
 }
 
 /* The writer can go on: room in the ring, or its offer answered. */
 static int tx_ready(struct shm_link *sl)
 {
 	return sl->tx.big_len ? oxr_shm_big_answered(&sl->tx) : oxr_shm_ring_room(&sl->tx) != 0;
+}
+
+/* This side waits to write: bytes queued, or a put's note. */
+static int tx_waits(oxr_group *g, struct shm_link *sl)
+{
+	return sl->note_wait || oxr_link_sending(oxr_link_at(g, sl->peer));
+}
+
+static int tx_can(struct shm_link *sl)
+{
+	return sl->note_wait ? oxr_shm_note_room(&sl->tx) != 0 : tx_ready(sl);
 }
 
 static int shm_buffered(const struct link *l)
@@ -413,18 +425,16 @@ static int shm_arm(oxr_group *g)
 		if (!sl->live)
 			continue;
 		atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 1, memory_order_relaxed);
-		if (oxr_link_sending(oxr_link_at(g, sl->peer)))
+		if (tx_waits(g, sl))
 			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->tx, 0), 1,
 					      memory_order_relaxed);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
 	for (i = 0; i < sg->n; i++) {
 		struct shm_link *sl = sg->links[i];
-		struct link *l;
 		if (!sl->live)
 			continue;
-		l = oxr_link_at(g, sl->peer);
-		if (rx_ready(sl) || (oxr_link_sending(l) && tx_ready(sl)))
+		if (rx_ready(sl) || (tx_waits(g, sl) && tx_can(sl)))
 			return 1;
 	}
 	return 0;
@@ -463,12 +473,15 @@ static void shm_renumber(void *priv, int peer)
 
 static const struct oxr_link_ops shm_link_ops = {
 	.name = "shm",
+	.caps = OXR_LINK_CAP_PUT,
 	.recv = shm_recv,
 	.sendv = shm_sendv,
 	.buffered = shm_buffered,
 	.fd_event = shm_fd_event,
 	.destroy = shm_destroy,
 	.renumber = shm_renumber,
+	.put = oxr_shm_put,
+	.put_note = oxr_shm_put_note,
 };
 
 const struct oxr_provider oxr_shm_provider = {
@@ -483,4 +496,10 @@ const struct oxr_provider oxr_shm_provider = {
 	.arm = shm_arm,
 	.event = shm_event,
 	.group_free = shm_group_free,
+	.mem_alloc = oxr_shm_mem_alloc,
+	.mem_free = oxr_shm_mem_free,
+	.win_reg = oxr_shm_win_reg,
+	.win_revoke = oxr_shm_win_revoke,
+	.win_dereg = oxr_shm_win_dereg,
+	.new_epoch = oxr_shm_new_epoch,
 };

@@ -12,6 +12,10 @@
  * anything into the shared page, so a counter out of bounds is the peer's
  * protocol error, never an index we follow.
  *
+ * Notes (put notes, shm_win.c) are a second ring of fixed slots in the
+ * header, under the same rules: note_tail and note_head count notes ever
+ * written and taken, checked the same way before use.
+ *
  * Sleep and wake: a side that will sleep raises its flag, fences, and looks
  * once more (shm_provider.c's arm); the other side, after publishing its
  * counter, fences and takes the flag down with an exchange, so exactly one
@@ -38,7 +42,7 @@
 #include "shm_ring.h"
 
 #define RING_MAGIC 0x5253584fu /* "OXSR" */
-#define RING_VERSION 1u
+#define RING_VERSION 2u
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 static size_t map_len(uint64_t cap)
@@ -214,6 +218,51 @@ ssize_t oxr_shm_ring_read(struct oxr_shm_end *e, void *buf, size_t n)
 		atomic_store_explicit(&e->r->head, e->mine, memory_order_release);
 	}
 	return (ssize_t)n;
+}
+
+/* Notes: a second ring of fixed slots beside the bytes, the same rules. */
+int oxr_shm_note_room(struct oxr_shm_end *e)
+{
+	if (e->note_mine - e->note_seen >= OXR_SHM_NOTES) {
+		uint64_t h = atomic_load_explicit(&e->r->note_head, memory_order_acquire);
+		if (e->note_mine - h > OXR_SHM_NOTES)
+			return -1;
+		e->note_seen = h;
+	}
+	return (int)(OXR_SHM_NOTES - (e->note_mine - e->note_seen));
+}
+
+int oxr_shm_note_push(struct oxr_shm_end *e, struct oxr_shm_note *n)
+{
+	int room = oxr_shm_note_room(e);
+
+	if (room <= 0)
+		return room;
+	n->pos = e->mine;
+	e->r->notes[e->note_mine % OXR_SHM_NOTES] = *n;
+	e->note_mine++;
+	atomic_store_explicit(&e->r->note_tail, e->note_mine, memory_order_release);
+	return 1;
+}
+
+int oxr_shm_note_peek(struct oxr_shm_end *e, struct oxr_shm_note *n)
+{
+	if (e->note_seen == e->note_mine) {
+		uint64_t t = atomic_load_explicit(&e->r->note_tail, memory_order_acquire);
+		if (t - e->note_mine > OXR_SHM_NOTES)
+			return -1;
+		e->note_seen = t;
+		if (t == e->note_mine)
+			return 0;
+	}
+	*n = e->r->notes[e->note_mine % OXR_SHM_NOTES];
+	return 1;
+}
+
+void oxr_shm_note_taken(struct oxr_shm_end *e)
+{
+	e->note_mine++;
+	atomic_store_explicit(&e->r->note_head, e->note_mine, memory_order_release);
 }
 
 int oxr_shm_ring_must_wake(struct oxr_shm_end *e, int reader)

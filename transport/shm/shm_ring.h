@@ -16,6 +16,17 @@
 #include "oxr/status.h"
 
 #define OXR_SHM_NONCE 16
+#define OXR_SHM_NOTES 64 /* put notes a ring holds (shm_win.c) */
+
+/* A put's note: the writer stored len bytes at offset of window id itself
+ * (shm_win.c) and says so here.  pos is the stream position (the writer's
+ * tail) when it did: the reader takes the note once it has read the stream
+ * up to pos, so a note never overtakes a message sent before its put, and
+ * no message sent after it overtakes the note. */
+struct oxr_shm_note {
+	uint32_t id, epoch, value, notify;
+	uint64_t offset, len, pos;
+};
 
 /* The shared header; the bytes follow it.  Each counter sits on a cache
  * line of its own with the flag its reader checks after moving it. */
@@ -29,10 +40,13 @@ struct oxr_shm_ring {
 	 * in its memory are the stream's next after ring position big_pos */
 	_Atomic uint64_t big_seq;           /* offers made, ever */
 	uint64_t big_pos, big_addr, big_len;
+	_Atomic uint64_t note_tail;         /* the writer's: notes written, ever */
 	_Alignas(64) _Atomic uint64_t head; /* the reader's: bytes read, ever */
 	_Atomic uint32_t reader_waits;      /* the reader sleeps until bytes come */
 	_Atomic uint32_t big_refused;       /* the last offer was refused: copy them */
 	_Atomic uint64_t big_ack;           /* offers served (read or refused), ever */
+	_Atomic uint64_t note_head;         /* the reader's: notes taken, ever */
+	_Alignas(64) struct oxr_shm_note notes[OXR_SHM_NOTES];
 	_Alignas(64) uint8_t data[];
 };
 
@@ -47,6 +61,7 @@ struct oxr_shm_end {
 	uint64_t big_seq;  /* writer: offers made; reader: offers served */
 	uint64_t big_off;  /* reader: bytes of the current offer read so far */
 	size_t big_len;    /* writer: the bytes of the offer in flight (0: none) */
+	uint64_t note_mine, note_seen; /* notes, as mine and seen above */
 };
 
 /* Creates a ring of cap bytes (a power of two) in a new sealed memfd,
@@ -86,6 +101,16 @@ int oxr_shm_big_waiting(struct oxr_shm_end *e);
  * refused, -1 with errno when the read failed (EPERM, ENOSYS: CMA is not
  * allowed here, the caller may refuse; anything else: the peer's fault). */
 ssize_t oxr_shm_big_read(struct oxr_shm_end *e, pid_t pid, void *buf, size_t n, int refuse);
+
+/* Writer: 1 when n is published, 0 when the notes are full, -1 when the
+ * reader's counter is out of bounds.  n->pos is set here. */
+int oxr_shm_note_push(struct oxr_shm_end *e, struct oxr_shm_note *n);
+/* Reader: the next note, copied out of the shared page (its fields are the
+ * peer's word: the caller checks them): 1, 0 none, -1 out of bounds. */
+int oxr_shm_note_peek(struct oxr_shm_end *e, struct oxr_shm_note *n);
+void oxr_shm_note_taken(struct oxr_shm_end *e);
+/* Writer: notes that fit now (0: full), -1 out of bounds. */
+int oxr_shm_note_room(struct oxr_shm_end *e);
 
 /* The flag this end raises before it sleeps, and takes down again. */
 static inline _Atomic uint32_t *oxr_shm_ring_my_wait(struct oxr_shm_end *e, int reader)
