@@ -8,11 +8,17 @@
  *                           bytes); the receiver rebuilds
  *                           what the sender made from the same seed and
  *                           compares values, and checks the order of arrival
- *   group_child puts K      every rank puts K blocks into every other rank's
+ *   group_child puts K [alloc]
+ *                           every rank puts K blocks into every other rank's
  *                           window (alternately 64 bytes, which travel in the
  *                           stream, and 1000, which go by RDMA WRITE on verbs);
- *                           each target checks every note (who, value, where)
- *                           and every byte; the line names the links' transport
+ *                           each target checks every note (who, value, where,
+ *                           in order per sender) and every byte; the line
+ *                           names the links' transport.  alloc: the window's
+ *                           memory from oxr_win_alloc (on shm: stores into it)
+ *   group_child putdie      rank 1 kills itself in the middle of a stream of
+ *                           puts to rank 0, whose wait must end with an error
+ *                           naming rank 1, not hang
  *   group_child flood N     rank 0 sends N small messages to rank 1, which
  *                           takes them slowly; both check their RSS stays bounded
  *   group_child die         rank 1 kills itself in the middle of sending a
@@ -27,6 +33,7 @@
 #include "oxr/oxr.h"
 #include "oxr/transport.h"
 #include "cmo_random.h"
+#include "shm/shm_ring.h"
 #include "test_util.h"
 
 static int rank = -1;
@@ -122,15 +129,24 @@ static uint8_t put_byte(int src, int i, size_t j)
 	return (uint8_t)(src * 31 + i * 7 + (int)j * 13 + 1);
 }
 
-static int puts_all(oxr_group *g, int k)
+static int puts_all(oxr_group *g, int k, int alloc)
 {
 	int n = oxr_group_size(g), p, i, got;
 	size_t len = (size_t)n * (size_t)k * PUT_SLOT, j;
-	uint8_t *win = calloc(1, len), *seen = calloc((size_t)n * (size_t)k, 1), src[PUT_SLOT];
+	uint8_t *win = NULL, *seen = calloc((size_t)n * (size_t)k, 1), src[PUT_SLOT];
+	int *last = malloc((size_t)n * sizeof(int));
 	const char *tr = NULL;
+	void *v = NULL;
 	oxr_win *w;
 
-	CHECK(win && seen && oxr_win_create(g, 7, win, len, 60000, &w) == OXR_OK, "window");
+	if (alloc && oxr_win_alloc(g, len, &v) == OXR_OK)
+		win = v;
+	else if (!alloc)
+		win = calloc(1, len);
+	for (p = 0; last && p < n; p++)
+		last[p] = -1;
+	CHECK(win && seen && last && oxr_win_create(g, 7, win, len, 60000, &w) == OXR_OK,
+	      "window");
 	for (i = 0; i < k; i++) {
 		size_t plen = i % 2 ? 64 : PUT_SLOT;
 
@@ -154,6 +170,8 @@ static int puts_all(oxr_group *g, int k)
 		      "note from %d: value %u, offset %llu, len %zu", s, note.value,
 		      (unsigned long long)note.offset, note.len);
 		CHECK(!seen[s * k + idx]++, "put %d from rank %d noted twice", idx, s);
+		CHECK(idx > last[s], "put %d from rank %d noted after its put %d", idx, s, last[s]);
+		last[s] = idx;
 		for (j = 0; j < note.len; j++)
 			CHECK(win[note.offset + j] == put_byte(s, idx, j),
 			      "put %d from rank %d: byte %zu differs", idx, s, j);
@@ -165,10 +183,47 @@ static int puts_all(oxr_group *g, int k)
 			tr = !tr || !strcmp(tr, t) ? t : "mixed";
 	}
 	oxr_win_destroy(w);
-	free(win);
+	if (alloc)
+		oxr_win_free(g, win, len);
+	else
+		free(win);
 	free(seen);
-	printf("rank %d: puts ok (%d peers x %d puts, links %s)\n", rank, n - 1, k,
-	       tr ? tr : "none");
+	free(last);
+	printf("rank %d: puts ok (%d peers x %d puts%s, links %s)\n", rank, n - 1, k,
+	       alloc ? " into oxr_win_alloc memory" : "", tr ? tr : "none");
+	return 0;
+}
+
+/* Rank 1 dies while it puts into rank 0's window (stores, on shm). */
+static int put_die(oxr_group *g)
+{
+	const size_t len = 1u << 20;
+	void *v = NULL;
+	oxr_win *w;
+	int i;
+
+	CHECK(oxr_group_size(g) == 2, "putdie needs 2 ranks");
+	CHECK(oxr_win_alloc(g, len, &v) == OXR_OK && oxr_win_create(g, 8, v, len, 60000, &w) == OXR_OK,
+	      "window");
+	if (rank == 1) {
+		static uint8_t src[65536];
+		for (i = 0; i < 1000; i++)
+			CHECK(oxr_put(g, 0, 8, (uint64_t)(i % 16) * sizeof(src), src, sizeof(src),
+				      (uint32_t)i) == OXR_OK, "put %d", i);
+		raise(SIGKILL); /* puts and notes in flight, as kill -9 would */
+	} else {
+		const char *tr = oxr_link_transport(g, 1);
+		oxr_win_note note;
+		oxr_status_t st;
+		long notes = 0;
+		while ((st = oxr_win_wait(w, 30000, &note)) == OXR_OK)
+			notes++;
+		CHECK(st == OXR_ERR_PEER || st == OXR_ERR_REVOKED, "expected the peer's failure, got %d: %s",
+		      st, oxr_errmsg());
+		CHECK(strstr(oxr_errmsg(), "rank 1"), "error names rank 1: %s", oxr_errmsg());
+		printf("rank 0: putdie ok: %ld notes, then \"%s\" (link %s)\n", notes, oxr_errmsg(),
+		       tr ? tr : "none");
+	}
 	return 0;
 }
 
@@ -238,7 +293,7 @@ static int shm_memory(oxr_group *g)
 {
 	const char *rb = getenv("OXR_SHM_RING_BYTES");
 	long page = sysconf(_SC_PAGESIZE), ring = rb ? atol(rb) : 262144, links = 0, maps = 0;
-	long bytes = 0, each = (ring + 192 + page - 1) / page * page;
+	long bytes = 0, each = (ring + (long)sizeof(struct oxr_shm_ring) + page - 1) / page * page;
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
 	int p;
@@ -277,16 +332,18 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "pairs"))
 		rc = pairs(g, argc > 2 ? atoi(argv[2]) : 4);
 	else if (!strcmp(mode, "puts"))
-		rc = puts_all(g, argc > 2 ? atoi(argv[2]) : 4);
+		rc = puts_all(g, argc > 2 ? atoi(argv[2]) : 4, argc > 3 && !strcmp(argv[3], "alloc"));
 	else if (!strcmp(mode, "flood"))
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
 	else if (!strcmp(mode, "die"))
 		rc = die_mode(g);
+	else if (!strcmp(mode, "putdie"))
+		rc = put_die(g);
 	else if (!strcmp(mode, "shmmem"))
 		rc = shm_memory(g);
 	else
 		CHECK(0, "unknown mode %s", mode);
-	CHECK(strcmp(mode, "die") == 0 || oxr_boot_barrier(me.boot) == OXR_OK, "final barrier");
+	CHECK(strcmp(mode, "die") == 0 || strcmp(mode, "putdie") == 0 || oxr_boot_barrier(me.boot) == OXR_OK, "final barrier");
 	child_leave(&me);
 	return rc;
 }

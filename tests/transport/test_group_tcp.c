@@ -104,6 +104,44 @@ PROVIDER_TEST(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
 	run_free(&r);
 }
 
+/* Many senders into one receiver, on every provider: 8 ranks each put 16
+ * blocks into every other rank's window, over memory of the caller's and
+ * over oxr_win_alloc's (on shm: stores into the mapped window, a note ring
+ * per sender); every note checked, in order per sender, every byte. */
+PROVIDER_TEST(group, eight_ranks_put_into_each_other_notes_in_order_per_sender)
+{
+	static const char *const mem[] = { "own", "alloc" };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const char *child[] = { CHILD, "puts", "16", mem[i], NULL };
+		const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
+		struct run r = run_ranks(8, 0, child, env, 300);
+		char links[64];
+		expect_ranks_ok(&r, 8, "puts", mem[i]);
+		snprintf(links, sizeof(links), "links %s)", pv->name);
+		cr_assert_eq(count_of(r.out, links), 8, "every rank's links on %s:\n%s", pv->name,
+			     r.out);
+		cr_assert_eq(count_of(r.out, "into oxr_win_alloc memory"), i ? 8 : 0, "%s", r.out);
+		run_free(&r);
+	}
+}
+
+/* A rank killed while it puts: the target's wait ends with an error that
+ * names it (on shm the killed rank was storing into the target's pages). */
+PROVIDER_TEST(group, a_rank_killed_mid_put_gives_the_target_an_error)
+{
+	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "putdie", NULL };
+	const char *env[] = { provider_env(pv), NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
+
+	cr_assert(!r.timed_out, "the group hung:\n%s\n%s", r.out, r.err);
+	cr_assert_neq(r.rc, 0, "oxr-run must report the killed rank");
+	cr_assert(strstr(r.out, "rank 0: putdie ok"), "survivor:\n%s\nstderr:\n%s", r.out, r.err);
+	cr_assert(strstr(r.err, "rank 1"), "oxr-run names rank 1:\n%s", r.err);
+	run_free(&r);
+}
+
 PROVIDER_TEST(group, the_ring_example)
 {
 	int n;
