@@ -168,7 +168,9 @@ void oxr_link_quiet_socket(oxr_group *g, struct link *l);
 
 /* ---- accessors ---- */
 struct link *oxr_link_at(oxr_group *g, int peer);
-void *oxr_link_priv(const struct link *l); /* the provider's half; NULL on another's */
+/* the half of the provider that carries l: a group may mix providers, so
+ * check oxr_link_ops_of(l) is yours before taking it */
+void *oxr_link_priv(const struct link *l);
 const struct oxr_link_ops *oxr_link_ops_of(const struct link *l);
 int oxr_link_peer(const struct link *l);
 int oxr_link_fd(const struct link *l);

@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "providers.h"
@@ -90,18 +91,39 @@ PROVIDER_TEST(group, flood_of_1e5_messages_with_bounded_memory)
 	run_free(&r);
 }
 
-PROVIDER_TEST(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
+/* group_child MODE on 2 ranks, rank 1 killing itself: rank 0 says
+ * "MODE ok" (its wait ended with an error naming rank 1, no hang) and
+ * oxr-run names the killed rank.  Returns the survivor's output. */
+static char *killed_rank(const struct provider *pv, const char *mode)
 {
-	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "die", NULL };
+	const char *argv[] = { RUN, "-n", "2", "--", CHILD, mode, NULL };
 	const char *env[] = { provider_env(pv), NULL };
 	struct run r = spawn_run(argv, env, NULL, 120);
+	char line[64], *out;
 
+	snprintf(line, sizeof(line), "rank 0: %s ok", mode);
 	cr_assert(!r.timed_out, "the group hung:\n%s\n%s", r.out, r.err);
 	cr_assert_neq(r.rc, 0, "oxr-run must report the killed rank");
-	cr_assert(strstr(r.out, "rank 0: die ok"), "survivor:\n%s\nstderr:\n%s", r.out, r.err);
-	cr_assert(strstr(r.out, "broke") || strstr(r.out, "closed"), "%s", r.out);
+	cr_assert(strstr(r.out, line), "survivor:\n%s\nstderr:\n%s", r.out, r.err);
 	cr_assert(strstr(r.err, "rank 1"), "oxr-run names rank 1:\n%s", r.err);
+	out = strdup(r.out);
 	run_free(&r);
+	return out;
+}
+
+PROVIDER_TEST(group, a_rank_killed_mid_message_gives_the_survivor_an_error)
+{
+	char *out = killed_rank(pv, "die");
+
+	cr_assert(strstr(out, "broke") || strstr(out, "closed"), "%s", out);
+	free(out);
+}
+
+/* A rank killed while it puts: the target's wait ends with an error that
+ * names it (on shm the killed rank was storing into the target's pages). */
+PROVIDER_TEST(group, a_rank_killed_mid_put_gives_the_target_an_error)
+{
+	free(killed_rank(pv, "putdie"));
 }
 
 /* Many senders into one receiver, on every provider: 8 ranks each put 16
@@ -125,21 +147,6 @@ PROVIDER_TEST(group, eight_ranks_put_into_each_other_notes_in_order_per_sender)
 		cr_assert_eq(count_of(r.out, "into oxr_win_alloc memory"), i ? 8 : 0, "%s", r.out);
 		run_free(&r);
 	}
-}
-
-/* A rank killed while it puts: the target's wait ends with an error that
- * names it (on shm the killed rank was storing into the target's pages). */
-PROVIDER_TEST(group, a_rank_killed_mid_put_gives_the_target_an_error)
-{
-	const char *argv[] = { RUN, "-n", "2", "--", CHILD, "putdie", NULL };
-	const char *env[] = { provider_env(pv), NULL };
-	struct run r = spawn_run(argv, env, NULL, 120);
-
-	cr_assert(!r.timed_out, "the group hung:\n%s\n%s", r.out, r.err);
-	cr_assert_neq(r.rc, 0, "oxr-run must report the killed rank");
-	cr_assert(strstr(r.out, "rank 0: putdie ok"), "survivor:\n%s\nstderr:\n%s", r.out, r.err);
-	cr_assert(strstr(r.err, "rank 1"), "oxr-run names rank 1:\n%s", r.err);
-	run_free(&r);
 }
 
 PROVIDER_TEST(group, the_ring_example)

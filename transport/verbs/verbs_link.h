@@ -37,10 +37,13 @@ static inline struct oxr_vctx *oxr_vctx(const oxr_group *g)
 	return g->ctx->pctx;
 }
 
-/* The verbs half of link l (NULL: another provider carries it). */
+extern const struct oxr_link_ops oxr_verbs_link_ops;
+
+/* The verbs half of link l (NULL: another provider carries it: in a group
+ * that mixes providers, a shm link's half is the shm provider's). */
 static inline struct vlink *vl(const struct link *l)
 {
-	return oxr_link_priv(l);
+	return oxr_link_ops_of(l) == &oxr_verbs_link_ops ? oxr_link_priv(l) : NULL;
 }
 
 /* The epoll keys of the group's completion channel and of the device's

@@ -103,7 +103,7 @@ static void v_renumber(void *priv, int peer)
 	oxr_vlink_renumber(priv, peer);
 }
 
-static const struct oxr_link_ops v_link_ops = {
+const struct oxr_link_ops oxr_verbs_link_ops = {
 	.name = "verbs",
 	.caps = OXR_LINK_CAP_PUT,
 	.recv = oxr_vlink_recv,
@@ -192,7 +192,7 @@ const struct oxr_provider oxr_verbs_provider = {
 	.offer_bytes = OXR_VOFFER_BYTES,
 	.offer = v_offer,
 	.connect = v_connect,
-	.link_ops = &v_link_ops,
+	.link_ops = &oxr_verbs_link_ops,
 	.poll = oxr_vgroup_poll,
 	.arm = oxr_vgroup_arm,
 	.event = v_event,

@@ -295,8 +295,8 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[8])
 	oxr_status_t st;
 
 	if (!vl(l))
-		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame on a tcp link",
-			       oxr_link_peer(l));
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent a window QP frame on a link verbs "
+			       "does not carry", oxr_link_peer(l));
 	if (kind > WQP_READY || qpn > 0xffffff || psn > 0xffffff)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed window QP frame (kind %u, "
 			       "qpn %u, psn %u)", oxr_link_peer(l), kind, qpn, psn);
