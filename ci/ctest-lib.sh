@@ -6,7 +6,7 @@
 # test_providers_count BINDIR: on how many providers each per-provider test
 # runs (tests/common/providers.h): the entries of OXR_TEST_PROVIDERS when it
 # is set (an empty list: 1, the instance that fails; at most 8), else tcp,
-# shm, and verbs where BINDIR/oxr-info says a context would use a device (the
+# shm, shm-fifo, and verbs where BINDIR/oxr-info says a context would use a device (the
 # same oxr_device_query the tests ask).
 test_providers_count() {
 	local n=0 p list
@@ -19,9 +19,9 @@ test_providers_count() {
 		echo $((n > 0 ? n : 1))
 		return
 	fi
-	n=2
+	n=3
 	if env -u OXR_TRANSPORT "$1/oxr-info" 2>/dev/null | grep -q '^oxr would use: verbs'; then
-		n=3
+		n=4
 	fi
 	echo "$n"
 }

@@ -73,7 +73,9 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_SHM (1ull << 39)
 #define OXR_CTX_PARAM_SHM_RING_BYTES (1ull << 40)
 #define OXR_CTX_PARAM_SHM_CMA_BYTES (1ull << 41)
-#define OXR_CTX_PARAM_ALL ((1ull << 42) - 1)
+#define OXR_CTX_PARAM_SHM_RINGS (1ull << 42)
+#define OXR_CTX_PARAM_SHM_FIFO_BYTES (1ull << 43)
+#define OXR_CTX_PARAM_ALL ((1ull << 44) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -133,6 +135,8 @@ typedef struct oxr_ctx_params {
 	long shm;            /* links to this host's ranks through shared memory: 0, 1, -1 */
 	uint64_t shm_ring_bytes;
 	uint64_t shm_cma_bytes;
+	long shm_rings;      /* shm links a rank receives on through rings of their own */
+	uint64_t shm_fifo_bytes; /* the receive FIFO the other shm links share */
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "link_pair.h"
+#include "oxr/cmo.h"
 #include "oxr/params.h"
 
 /* A context on pv's transport (the environment's where pv is NULL). */
@@ -181,4 +182,27 @@ void verbs_pair(struct pair *p)
 	cr_assert_str_eq(oxr_ctx_transport(p->ca), "verbs");
 	cr_assert_str_eq(oxr_link_transport(p->a, 1), "verbs");
 	cr_assert_str_eq(oxr_link_transport(p->b, 0), "verbs");
+}
+
+void pair_send_int(oxr_group *g, int peer, int32_t v)
+{
+	oxr_arena *ar;
+	oxr_ox_msg m = { .tag = OXR_OX_DATA };
+
+	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
+	m.cmo = oxr_cmo_new_int32(ar, v);
+	cr_assert_eq(oxr_send(g, peer, &m), OXR_OK, "%s", oxr_errmsg());
+	oxr_arena_destroy(ar);
+}
+
+int32_t pair_recv_int(oxr_group *g, int peer)
+{
+	oxr_rmsg *m = NULL;
+	int32_t v;
+
+	cr_assert_eq(oxr_recv(g, peer, 5000, &m), OXR_OK, "%s", oxr_errmsg());
+	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32);
+	v = m->msg.cmo->v.i32;
+	oxr_rmsg_free(m);
+	return v;
 }

@@ -56,6 +56,10 @@ void *blocked_recv(void *arg);
 /* Both ranks of the pair reset their groups at once (a in a thread), checked. */
 void reset_both(struct pair *p);
 
+/* An INT32 sent from g to peer, checked; one received within 5 s, checked. */
+void pair_send_int(oxr_group *g, int peer, int32_t v);
+int32_t pair_recv_int(oxr_group *g, int peer);
+
 /* A window being created by one rank of a pair. */
 struct win_arg {
 	oxr_group *g;

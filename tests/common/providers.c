@@ -14,12 +14,20 @@ static void free_params(struct criterion_test_params *crp)
 
 static void add(struct provider *list, size_t *n, const char *name, size_t len)
 {
+	struct provider *p = &list[*n];
+
 	if (*n >= PROVIDERS_MAX)
 		return;
-	if (len >= sizeof(list[*n].name))
-		len = sizeof(list[*n].name) - 1;
-	memcpy(list[*n].name, name, len);
-	list[*n].name[len] = 0;
+	if (len >= sizeof(p->label))
+		len = sizeof(p->label) - 1;
+	memcpy(p->label, name, len);
+	p->label[len] = 0;
+	snprintf(p->name, sizeof(p->name), "%s", p->label);
+	/* shm with every link through the receivers' shared FIFOs */
+	if (!strcmp(p->label, "shm-fifo")) {
+		snprintf(p->name, sizeof(p->name), "shm");
+		snprintf(p->env, sizeof(p->env), "OXR_SHM_RINGS=0");
+	}
 	(*n)++;
 }
 
@@ -48,6 +56,7 @@ struct criterion_test_params test_providers(void)
 
 		add(list, &n, "tcp", 3);
 		add(list, &n, "shm", 3);
+		add(list, &n, "shm-fifo", 8);
 		if (oxr_device_query(&d) == OXR_OK)
 			add(list, &n, "verbs", 5);
 	}
@@ -63,7 +72,8 @@ int provider_transport(const struct provider *pv)
 		return 2;
 	if (!strcmp(pv->name, "shm"))
 		return 3;
-	cr_assert_fail("OXR_TEST_PROVIDERS names \"%s\": no such provider (tcp, shm, verbs)",
+	cr_assert_fail("OXR_TEST_PROVIDERS names \"%s\": no such provider (tcp, shm, shm-fifo, "
+		       "verbs)",
 		       pv->name);
 	return -1;
 }
@@ -78,6 +88,10 @@ const char *provider_env(const struct provider *pv)
 
 void provider_begin(const struct provider *pv, const char *suite, const char *name)
 {
-	fprintf(stderr, "[----] %s/%s on %s\n", suite, name, pv->name);
+	fprintf(stderr, "[----] %s/%s on %s\n", suite, name, pv->label);
 	provider_transport(pv);
+	/* each test runs in a worker of its own: this reaches its contexts and
+	 * the ranks it starts, and nothing after it */
+	if (pv->env[0] && putenv((char *)pv->env))
+		cr_assert_fail("putenv: out of memory");
 }

@@ -11,7 +11,9 @@
  *             ...
  *
  * The list is built at run time: OXR_TEST_PROVIDERS (a comma list: "tcp",
- * "shm", "verbs", "tcp,verbs") when set, else "tcp", "shm" and, where
+ * "shm", "shm-fifo", "verbs", "tcp,verbs") when set, else "tcp", "shm",
+ * "shm-fifo" (shm with OXR_SHM_RINGS=0: every link through the receivers'
+ * shared FIFOs) and, where
  * oxr_device_query finds an RDMA device a context would use, "verbs".  Each instance sets its
  * provider on its contexts itself (oxr_ctx_params, not the environment) and
  * says in the log which one it runs on; a provider named but missing or
@@ -28,7 +30,9 @@
 #define PROVIDERS_MAX 8
 
 struct provider {
-	char name[32];
+	char name[32];  /* the transport: tcp, shm, verbs */
+	char label[32]; /* what the list said: shm-fifo is shm with env */
+	char env[32];   /* set in the test's environment (NAME=value), or "" */
 };
 
 /* The providers to run on, for ParameterizedTestParameters. */

@@ -8,6 +8,26 @@
 #include <string.h>
 #include <time.h>
 
+/* Lines of /proc/self/maps naming name (a memfd's "memfd:oxr-..."), the
+ * first max start addresses in at[]; -1 when the file cannot be read. */
+static inline int maps_named(const char *name, uintptr_t *at, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, name)) {
+			if (n < max)
+				at[n] = (uintptr_t)strtoull(line, NULL, 16);
+			n++;
+		}
+	fclose(f);
+	return n;
+}
+
 /* Hex of bytes, lowercase, contiguous; malloc'ed. */
 static inline char *hex_of(const uint8_t *b, size_t n)
 {

@@ -261,6 +261,54 @@ static int flood(oxr_group *g, long count)
 	return 0;
 }
 
+/* Every rank sends count messages to rank 0, which reads them sender after
+ * sender: the others' messages wait meanwhile (on shm-fifo, in the shared
+ * FIFO, then copied out of it, then pushed back), and every message comes
+ * exactly once, in order per sender, within bounded memory. */
+static int fan_in(oxr_group *g, long count)
+{
+	static uint8_t pay[3000];
+	long i, start = rss_kib(), peak = start;
+	int s, n = oxr_group_size(g);
+	oxr_arena *a;
+
+	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
+	memset(pay, 'a' + rank % 26, sizeof(pay));
+	for (i = 0; i < count && rank > 0; i++) {
+		oxr_cmo *o = oxr_cmo_new_list(a, 3);
+		oxr_ox_msg m = { .tag = OXR_OX_DATA, .cmo = o };
+		o->kids[0] = oxr_cmo_new_int32(a, (int32_t)i);
+		o->kids[1] = oxr_cmo_new_int32(a, rank);
+		o->kids[2] = oxr_cmo_new_bytes(a, OXR_CMO_STRING, (const char *)pay,
+					       (size_t)(i * 37 % (long)sizeof(pay)));
+		CHECK(oxr_send(g, 0, &m) == OXR_OK, "send %ld", i);
+		if (i % 100 == 99)
+			oxr_arena_reset(a);
+	}
+	for (s = 1; s < n && rank == 0; s++) {
+		for (i = 0; i < count; i++) {
+			oxr_rmsg *m;
+			const oxr_cmo *o;
+			CHECK(oxr_recv(g, s, 60000, &m) == OXR_OK, "recv %ld from %d", i, s);
+			o = m->msg.cmo;
+			CHECK(o->kids[0]->v.i32 == (int32_t)i && o->kids[1]->v.i32 == s,
+			      "from %d: message %d of rank %d where %ld was due", s, o->kids[0]->v.i32,
+			      o->kids[1]->v.i32, i);
+			CHECK(o->kids[2]->len == (uint64_t)(i * 37 % (long)sizeof(pay)) &&
+			      (!o->kids[2]->len || o->kids[2]->data[0] == 'a' + s % 26),
+			      "from %d: message %ld's bytes", s, i);
+			oxr_rmsg_free(m);
+			if (i % 500 == 0 && rss_kib() > peak)
+				peak = rss_kib();
+		}
+	}
+	oxr_arena_destroy(a);
+	CHECK(peak - start < 96 * 1024, "RSS grew by %ld KiB", peak - start);
+	printf("rank %d: fanin ok (%ld messages from each of %d ranks, RSS grew %ld KiB)\n", rank,
+	       count, n - 1, peak - start);
+	return 0;
+}
+
 static int die_mode(oxr_group *g)
 {
 	CHECK(oxr_group_size(g) == 2, "die needs 2 ranks");
@@ -287,13 +335,16 @@ static int die_mode(oxr_group *g)
 	return 0;
 }
 
-/* The shm provider's memory: two ring mappings per shm link (its own ring
- * and the peer's), each OXR_SHM_RING_BYTES plus a header page, and no more. */
+/* The shm provider's memory.  A rank owns a ring (OXR_SHM_RING_BYTES plus a
+ * header page) for each of its first OXR_SHM_RINGS shm links and one
+ * receive FIFO for the rest; it maps, for each link, the peer's ring or the
+ * peer's FIFO it writes into, and nothing more. */
 static int shm_memory(oxr_group *g)
 {
-	const char *rb = getenv("OXR_SHM_RING_BYTES");
+	const char *rb = getenv("OXR_SHM_RING_BYTES"), *rg = getenv("OXR_SHM_RINGS");
 	long page = sysconf(_SC_PAGESIZE), ring = rb ? atol(rb) : 262144, links = 0, maps = 0;
 	long bytes = 0, each = (ring + (long)sizeof(struct oxr_shm_ring) + page - 1) / page * page;
+	long rings = rg ? atol(rg) : 16, own, fmaps = 0, fbytes = 0, fifo = 0;
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];
 	int p;
@@ -301,21 +352,37 @@ static int shm_memory(oxr_group *g)
 	CHECK(f, "/proc/self/maps");
 	for (p = 0; p < oxr_group_size(g); p++)
 		links += p != rank && !strcmp(oxr_link_transport(g, p), "shm");
+	own = links < rings ? links : rings;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
-		if (!strstr(line, "memfd:oxr-shm-ring") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+		int r = strstr(line, "memfd:oxr-shm-ring") != NULL;
+		if ((!r && !strstr(line, "memfd:oxr-shm-fifo")) ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
-		maps++;
-		bytes += (long)(hi - lo);
+		if (r) {
+			maps++;
+			bytes += (long)(hi - lo);
+			continue;
+		}
+		CHECK(!fifo || fifo == (long)(hi - lo), "FIFOs of %ld and %lu bytes", fifo, hi - lo);
+		fifo = (long)(hi - lo);
+		fmaps++;
+		fbytes += fifo;
 	}
 	fclose(f);
 	CHECK(links == oxr_group_size(g) - 1, "%ld of %d links on shm", links,
 	      oxr_group_size(g) - 1);
-	CHECK(maps == 2 * links && bytes == 2 * links * each,
-	      "%ld ring maps of %ld KiB for %ld shm links (expected %ld KiB)", maps, bytes >> 10,
-	      links, 2 * links * each >> 10);
-	printf("rank %d: shmmem ok (%ld shm links, %ld ring maps, %ld KiB = 2 x %ld x %ld KiB)\n",
-	       rank, links, maps, bytes >> 10, links, each >> 10);
+	/* its own rings and FIFO, and one of the peer's per link */
+	CHECK(maps >= own && bytes == maps * each && maps + fmaps == own + (links > own) + links,
+	      "%ld ring maps of %ld KiB, %ld FIFO maps for %ld shm links, %ld rings of its own",
+	      maps, bytes >> 10, fmaps, links, own);
+	if (!fmaps)
+		printf("rank %d: shmmem ok (%ld shm links, %ld ring maps, %ld KiB = 2 x %ld x %ld "
+		       "KiB)\n", rank, links, maps, bytes >> 10, links, each >> 10);
+	else
+		printf("rank %d: shmmem ok (%ld shm links: %ld rings of its own and a FIFO, %ld KiB "
+		       "of its own; %ld KiB of peers' mapped)\n", rank, links, own,
+		       (own * each + fifo) >> 10, (bytes + fbytes - own * each - fifo) >> 10);
 	return 0;
 }
 
@@ -335,6 +402,8 @@ int main(int argc, char **argv)
 		rc = puts_all(g, argc > 2 ? atoi(argv[2]) : 4, argc > 3 && !strcmp(argv[3], "alloc"));
 	else if (!strcmp(mode, "flood"))
 		rc = flood(g, argc > 2 ? atol(argv[2]) : 100000);
+	else if (!strcmp(mode, "fanin"))
+		rc = fan_in(g, argc > 2 ? atol(argv[2]) : 2000);
 	else if (!strcmp(mode, "die"))
 		rc = die_mode(g);
 	else if (!strcmp(mode, "putdie"))

@@ -59,25 +59,99 @@ PROVIDER_TEST(group, mixed_orders_in_one_group)
 	run_free(&r);
 }
 
+/* group_child shmmem on 16 ranks under each environment setting, every
+ * rank's line carrying want[i]. */
+static void shm_memory_at_16_ranks(const char *const *settings, const char *const *want, int n)
+{
+	const char *argv[] = { RUN, "-n", "16", "--", CHILD, "shmmem", NULL };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		const char *env[] = { "OXR_TRANSPORT=shm", settings[i], NULL };
+		struct run r = spawn_run(argv, env, NULL, 300);
+
+		expect_ranks_ok(&r, 16, "shmmem", settings[i]);
+		cr_assert_eq(count_of(r.out, want[i]), 16, "%s", r.out);
+		run_free(&r);
+	}
+}
+
 /* Shared memory per rank is 2 x (OXR_SHM_RING_BYTES + a header page) per
  * same-host peer linked, and nothing else: checked at 16 ranks (every rank
  * counts its ring mappings), at two ring sizes. */
 Test(group, shm_memory_per_rank_is_two_rings_per_local_peer_at_16_ranks)
 {
 	static const char *const rings[] = { "OXR_SHM_RING_BYTES=262144", "OXR_SHM_RING_BYTES=65536" };
+	static const char *const want[] = { "15 shm links, 30 ring maps, 7800 KiB",
+					    "15 shm links, 30 ring maps, 2040 KiB" };
+
+	shm_memory_at_16_ranks(rings, want, 2);
+}
+
+/* The same at 16 ranks with 4 rings a rank, and with none: each rank owns
+ * 4 (or 0) rings and one FIFO whatever the number of its local peers. */
+Test(group, shm_memory_per_rank_is_its_rings_and_one_fifo_past_oxr_shm_rings)
+{
+	static const char *const rings[] = { "OXR_SHM_RINGS=4", "OXR_SHM_RINGS=0" };
+	static const char *const want[] = { "15 shm links: 4 rings of its own and a FIFO, 1316 KiB",
+					    "15 shm links: 0 rings of its own and a FIFO, 276 KiB" };
+
+	shm_memory_at_16_ranks(rings, want, 2);
+}
+
+/* Which links get rings: with 4 a rank at 16 ranks, each rank receives on
+ * exactly 4 links by ring, at most 2 of them from peers that are no
+ * collective partner (ranks 2^i apart either way round), as each link's
+ * info line says; the rest by its FIFO. */
+Test(group, shm_rings_go_to_collective_partners_first)
+{
 	const char *argv[] = { RUN, "-n", "16", "--", CHILD, "shmmem", NULL };
-	size_t i;
+	const char *env[] = { "OXR_TRANSPORT=shm", "OXR_SHM_RINGS=4", "OXR_LOG_LEVEL=info", NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+	int rings[16] = { 0 }, others[16] = { 0 }, fifos = 0, i;
+	const char *at;
 
-	for (i = 0; i < 2; i++) {
-		const char *env[] = { "OXR_TRANSPORT=shm", rings[i], NULL };
-		struct run r = spawn_run(argv, env, NULL, 300);
-
-		expect_ranks_ok(&r, 16, "shmmem", rings[i]);
-		cr_assert_eq(count_of(r.out, i ? "15 shm links, 30 ring maps, 2040 KiB"
-					    : "15 shm links, 30 ring maps, 7800 KiB"),
-			     16, "%s", r.out);
-		run_free(&r);
+	expect_ranks_ok(&r, 16, "shmmem", "OXR_SHM_RINGS=4");
+	for (at = r.err; (at = strstr(at, ": shm link to rank ")); at++) {
+		int me, peer, d;
+		const char *line = at;
+		while (line > r.err && line[-1] != '\n')
+			line--;
+		cr_assert_eq(sscanf(strstr(line, "rank "), "rank %d", &me), 1);
+		cr_assert_eq(sscanf(at, ": shm link to rank %d", &peer), 1);
+		cr_assert(me >= 0 && me < 16 && peer >= 0 && peer < 16, "%.120s", line);
+		if (!strncmp(strchr(at + 2, ':'), ": receives through its FIFO", 27)) {
+			fifos++;
+			continue;
+		}
+		cr_assert(!strncmp(strchr(at + 2, ':'), ": receives through a ring", 25), "%.120s", line);
+		d = abs(me - peer);
+		rings[me]++;
+		others[me] += (d & (d - 1)) && ((16 - d) & (15 - d));
 	}
+	for (i = 0; i < 16; i++) {
+		cr_assert_eq(rings[i], 4, "rank %d receives on %d rings:\n%s", i, rings[i], r.err);
+		cr_assert_leq(others[i], 2, "rank %d: %d rings to others", i, others[i]);
+	}
+	cr_assert_eq(fifos, 16 * 11, "the other links through the FIFO");
+	run_free(&r);
+}
+
+/* Seven senders into one receiver that reads them one after another: on
+ * shm-fifo the waiting senders' cells fill the shared FIFO and are copied
+ * out, and each is pushed back; every message once, in order per sender. */
+PROVIDER_TEST(group, seven_senders_into_one_receiver_read_one_after_another)
+{
+	const char *argv[] = { RUN, "-n", "8", "--", CHILD, "fanin", "2000", NULL };
+	const char *env[] = { provider_env(pv), "OXR_RECV_QUEUE_BYTES=262144",
+			      "OXR_LOG_LEVEL=debug", NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+
+	expect_ranks_ok(&r, 8, "fanin", "fanin");
+	if (!strcmp(pv->label, "shm-fifo"))
+		cr_assert(strstr(r.err, "rank 0: shm: over half the receive FIFO's cells wait"),
+			  "the cells were never copied out:\n%s", r.err);
+	run_free(&r);
 }
 
 PROVIDER_TEST(group, flood_of_1e5_messages_with_bounded_memory)

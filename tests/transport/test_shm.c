@@ -19,22 +19,14 @@
 #include "link_pair.h"
 #include "oxr/cmo.h"
 #include "shm/shm_ring.h"
+#include "test_util.h"
 
 /* Lines of /proc/self/maps that map a ring, their start addresses in at[]. */
 static int ring_maps(uintptr_t *at, int max)
 {
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	int n = 0;
+	int n = maps_named("memfd:oxr-shm-ring", at, max);
 
-	cr_assert(f);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "memfd:oxr-shm-ring")) {
-			if (n < max)
-				at[n] = (uintptr_t)strtoull(line, NULL, 16);
-			n++;
-		}
-	fclose(f);
+	cr_assert_geq(n, 0, "/proc/self/maps");
 	return n;
 }
 
@@ -287,29 +279,6 @@ static void free_windows(struct pair *p, struct win_arg *wa, struct win_arg *wb)
 	oxr_win_free(p->b, wb->base, wb->len);
 }
 
-static void send_int(oxr_group *g, int peer, int32_t v)
-{
-	oxr_arena *ar;
-	oxr_ox_msg m = { .tag = OXR_OX_DATA };
-
-	cr_assert_eq(oxr_arena_create(&ar), OXR_OK);
-	m.cmo = oxr_cmo_new_int32(ar, v);
-	cr_assert_eq(oxr_send(g, peer, &m), OXR_OK, "%s", oxr_errmsg());
-	oxr_arena_destroy(ar);
-}
-
-static int32_t recv_int(oxr_group *g, int peer)
-{
-	oxr_rmsg *m = NULL;
-	int32_t v;
-
-	cr_assert_eq(oxr_recv(g, peer, 5000, &m), OXR_OK, "%s", oxr_errmsg());
-	cr_assert_eq(m->msg.cmo->tag, OXR_CMO_INT32);
-	v = m->msg.cmo->v.i32;
-	oxr_rmsg_free(m);
-	return v;
-}
-
 struct drain {
 	oxr_win *w;
 	int want, got, out_of_order;
@@ -355,9 +324,9 @@ Test(shm, puts_into_window_memory_are_stores_and_notes_keep_their_place)
 
 	/* message, put, message: when the note is taken the message sent ahead
 	 * of it is there, and the one sent after it finds the note taken */
-	send_int(p.b, 0, 1);
+	pair_send_int(p.b, 0, 1);
 	cr_assert_eq(oxr_put(p.b, 0, 5, 200, "x", 1, 8), OXR_OK);
-	send_int(p.b, 0, 2);
+	pair_send_int(p.b, 0, 2);
 	cr_assert_eq(oxr_win_wait(wa.w, 5000, &n), OXR_OK, "%s", oxr_errmsg());
 	cr_assert_eq(n.value, 8);
 	{
@@ -366,10 +335,10 @@ Test(shm, puts_into_window_memory_are_stores_and_notes_keep_their_place)
 		cr_assert_eq(m->msg.cmo->v.i32, 1);
 		oxr_rmsg_free(m);
 	}
-	cr_assert_eq(recv_int(p.a, 1), 2);
+	cr_assert_eq(pair_recv_int(p.a, 1), 2);
 	cr_assert_eq(oxr_put(p.b, 0, 5, 201, "y", 1, 9), OXR_OK);
-	send_int(p.b, 0, 3);
-	cr_assert_eq(recv_int(p.a, 1), 3);
+	pair_send_int(p.b, 0, 3);
+	cr_assert_eq(pair_recv_int(p.a, 1), 3);
 	cr_assert_eq(oxr_win_wait(wa.w, 0, &n), OXR_OK, "the note came before message 3");
 	cr_assert_eq(n.value, 9);
 

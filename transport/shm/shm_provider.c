@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The shm provider: the stream of a link between two ranks of one host
- * (the handshake's host id says so) runs through two byte rings in shared
- * memory (shm_ring.c), one per direction, each in the receiver's memfd.
+ * (the handshake's host id says so) runs through shared memory, each
+ * direction in a byte ring (shm_ring.c) or the receive FIFO (shm_fifo.c)
+ * of its receiver, in the receiver's memfd.
  * Sending and receiving are memcpy with no system call; the socket the
  * handshake ran on stays open and quiet, and its end is how a dead peer
  * shows (at once: the kernel closes a killed process's sockets).
@@ -17,12 +18,19 @@
  * Puts (shm_win.c): into window memory from oxr_win_alloc a put is a store
  * into the peer's mapped window and a note in the ring header's note slots.
  *
- * Per rank: one doorbell (2 fds) per group; per shm link two mappings of
- * OXR_SHM_RING_BYTES + a 2.8 KiB header with the note slots (the link's own
- * ring and the peer's), one fd for the peer's doorbell and, until the peer
- * mapped it, the ring's memfd.  Nothing is made for a peer before its link
- * opens: memory per rank is 2 x (ring + 4 KiB) x (same-host links open), at
- * most 2 x 260 KiB x (L - 1) for L ranks on the node with the default ring.
+ * Rings or the FIFO: a rank receives on up to OXR_SHM_RINGS links of a
+ * group through a ring of their own (wants_ring: its collective partners
+ * first), on the rest through its receive FIFO (shm_fifo_link.c); its
+ * offer says which, and the peer writes there.
+ *
+ * Per rank and group: one doorbell (2 fds); per link it receives on by
+ * ring, the ring (OXR_SHM_RING_BYTES + a 2.8 KiB header with the note
+ * slots), its memfd until the peer mapped it; past OXR_SHM_RINGS links,
+ * one FIFO (OXR_SHM_FIFO_BYTES + 16 KiB) and its fd; per link, the peer's
+ * doorbell fd and a mapping of the peer's ring or FIFO.  Nothing is made
+ * for a peer before its link opens.  Memory a rank owns, for L ranks on
+ * the node and R = OXR_SHM_RINGS: min(L - 1, R) x (ring + 4 KiB) + (FIFO +
+ * 16 KiB when L - 1 > R): at most 16 x 260 KiB + 276 KiB at the defaults.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,8 +45,11 @@
 #include "shm_impl.h"
 
 #define OFFER_MAGIC 0x5348584fu /* "OXHS" */
-#define OFFER_VERSION 2u
-#define OFFER_BYTES 44 /* magic, version, pid, ring fd, doorbell fd, cap (u64), nonce */
+#define OFFER_VERSION 3u
+/* magic, version, pid, doorbell fd, ring or FIFO fd, the FIFO slot of the
+ * peer (OFFER_RING: a ring of its own), ring cap (u64), nonce */
+#define OFFER_BYTES 48
+#define OFFER_RING 0xffffffffu
 #define EPOLL_BELL OXR_EPOLL_HOST
 
 static struct shm_group *sgr(oxr_group *g) { return g->hgroup; }
@@ -57,6 +68,8 @@ static oxr_status_t shm_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int requir
 	if (!(x = calloc(1, sizeof(*x))))
 		return oxr_err(OXR_ERR_NOMEM, "oxr_ctx_create: out of memory");
 	x->ring_bytes = cap;
+	x->fifo_bytes = p->shm_fifo_bytes;
+	x->rings = p->shm_rings;
 	x->cma_bytes = p->shm_cma_bytes;
 	*pctx = x;
 	return OXR_OK;
@@ -82,6 +95,7 @@ static oxr_status_t group_get(oxr_group *g, struct shm_group **out)
 	}
 	if (!(sg = calloc(1, sizeof(*sg))))
 		return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
+	sg->fifo_fd = -1;
 	if (pipe2(sg->bell, O_NONBLOCK | O_CLOEXEC)) {
 		free(sg);
 		return oxr_err(OXR_ERR_IO, "shm: the doorbell pipe: %s", strerror(errno));
@@ -107,6 +121,7 @@ static void shm_group_free(oxr_group *g)
 	epoll_ctl(g->epfd, EPOLL_CTL_DEL, sg->bell[0], NULL);
 	close(sg->bell[0]);
 	close(sg->bell[1]);
+	oxr_shm_fifo_group_free(sg);
 	free(sg->links);
 	free(sg);
 	g->hgroup = NULL;
@@ -122,6 +137,11 @@ static void link_free(oxr_group *g, struct shm_link *sl)
 			sg->links[i] = sg->links[--sg->n];
 			break;
 		}
+	if (sl->rx.r && sg) {
+		sg->rings--;
+		sg->other_rings -= sl->other_ring;
+	}
+	oxr_shm_fifo_link_free(g, sl);
 	oxr_shm_ring_unmap(&sl->rx);
 	oxr_shm_ring_unmap(&sl->tx);
 	oxr_shm_atts_free(sl);
@@ -132,12 +152,33 @@ static void link_free(oxr_group *g, struct shm_link *sl)
 	free(sl);
 }
 
+/* 1 when the collectives talk to peer straight: ranks 2^i apart either
+ * way round the group (binomial trees, dissemination, recursive doubling
+ * and halving, the crystal router's bisection partners). */
+static int partner(int rank, int peer, int size)
+{
+	unsigned d = (unsigned)(rank > peer ? rank - peer : peer - rank), e = (unsigned)size - d;
+
+	return (d & (d - 1)) == 0 || (e & (e - 1)) == 0;
+}
+
+/* Which links a rank receives on through a ring of their own (the rest
+ * share its FIFO): up to OXR_SHM_RINGS of them, its collective partners
+ * first, other peers in the order their links open, at most half. */
+static int wants_ring(oxr_group *g, struct shm_group *sg, struct shm_ctx *x, int peer)
+{
+	if (sg->rings >= x->rings)
+		return 0;
+	return partner(g->rank, peer, g->size) || sg->other_rings < x->rings / 2;
+}
+
 static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offer)
 {
 	struct shm_ctx *x = g->ctx->hctx;
 	struct shm_group *sg = NULL;
 	struct shm_link *sl;
 	uint8_t nonce[OXR_SHM_NONCE];
+	uint32_t fifo_fd = 0;
 	oxr_status_t st;
 
 	*priv = NULL;
@@ -156,21 +197,32 @@ static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offe
 	if (!(sl = calloc(1, sizeof(*sl))))
 		return oxr_err(OXR_ERR_NOMEM, "shm: out of memory");
 	sl->bell = -1;
+	sl->rx_fd = -1;
+	sl->in_slot = sl->out_slot = -1;
 	sl->peer = peer;
 	sl->cma_bytes = x->cma_bytes;
 	sl->cma_in = x->cma_bytes != 0;
-	if ((st = oxr_shm_ring_create(x->ring_bytes, nonce, &sl->rx_fd, &sl->rx))) {
-		free(sl);
-		return st;
+	if (!wants_ring(g, sg, x, peer) && (st = oxr_shm_fifo_offer(g, sg, sl, &fifo_fd, nonce)))
+		oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: shm link to rank %d on a ring of its "
+			"own: %s", g->rank, peer, oxr_errmsg());
+	if (sl->in_slot < 0) {
+		if ((st = oxr_shm_ring_create(x->ring_bytes, nonce, &sl->rx_fd, &sl->rx))) {
+			free(sl);
+			return st;
+		}
+		sg->rings++;
+		sl->other_ring = !partner(g->rank, peer, g->size);
+		sg->other_rings += sl->other_ring;
 	}
 	sg->links[sg->n++] = sl;
 	put32(offer, OFFER_MAGIC);
 	put32(offer + 4, OFFER_VERSION);
 	put32(offer + 8, (uint32_t)getpid());
-	put32(offer + 12, (uint32_t)sl->rx_fd);
-	put32(offer + 16, (uint32_t)sg->bell[1]);
-	oxr_store64(offer + 20, x->ring_bytes, OXR_ORDER_LITTLE);
-	memcpy(offer + 28, nonce, OXR_SHM_NONCE);
+	put32(offer + 12, (uint32_t)sg->bell[1]);
+	put32(offer + 16, sl->in_slot < 0 ? (uint32_t)sl->rx_fd : fifo_fd);
+	put32(offer + 20, sl->in_slot < 0 ? OFFER_RING : (uint32_t)sl->in_slot);
+	oxr_store64(offer + 24, x->ring_bytes, OXR_ORDER_LITTLE);
+	memcpy(offer + 32, nonce, OXR_SHM_NONCE);
 	*priv = sl;
 	return OXR_OK;
 }
@@ -198,29 +250,37 @@ static oxr_status_t open_bell(pid_t pid, int fd, int *out)
 }
 
 static oxr_status_t shm_connect(oxr_group *g, void *priv, const uint8_t *theirs, int acceptor,
-				int fd, const char *addr, int64_t deadline_ms)
+				int sock, const char *addr, int64_t deadline_ms)
 {
 	struct shm_link *sl = priv;
-	uint64_t cap = oxr_load64(theirs + 20, OXR_ORDER_LITTLE);
+	uint64_t cap = oxr_load64(theirs + 24, OXR_ORDER_LITTLE);
 	pid_t pid = (pid_t)get32(theirs + 8);
+	uint32_t slot = get32(theirs + 20);
+	int fd = (int)get32(theirs + 16);
 	oxr_status_t st;
 
-	(void)g;
 	(void)acceptor;
-	(void)fd;
+	(void)sock;
 	(void)deadline_ms;
 	if (get32(theirs) != OFFER_MAGIC || get32(theirs + 4) != OFFER_VERSION || pid <= 0 ||
 	    cap < 4096 || cap > (1ull << 30) || (cap & (cap - 1)))
 		return oxr_err(OXR_ERR_PROTO, "shm: malformed offer from rank %d (%s)", sl->peer,
 			       addr);
-	if ((st = oxr_shm_ring_attach(pid, (int)get32(theirs + 12), cap, theirs + 28, &sl->tx)))
+	st = slot == OFFER_RING ? oxr_shm_ring_attach(pid, fd, cap, theirs + 32, &sl->tx)
+				: oxr_shm_fifo_connect(sl, pid, fd, slot, theirs + 32);
+	if (st)
 		return st;
-	if ((st = open_bell(pid, (int)get32(theirs + 16), &sl->bell))) {
+	if ((st = open_bell(pid, (int)get32(theirs + 12), &sl->bell))) {
 		oxr_shm_ring_unmap(&sl->tx);
+		oxr_shm_fifo_unmap(&sl->out);
+		sl->out_slot = -1;
 		return st;
 	}
 	sl->peer_pid = pid;
 	sl->live = 1;
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: shm link to rank %d: receives through %s, sends "
+		"through %s", g->rank, sl->peer, sl->in_slot < 0 ? "a ring of its own" : "its FIFO",
+		sl->out_slot < 0 ? "the peer's ring" : "the peer's FIFO");
 	return OXR_OK;
 }
 
@@ -233,8 +293,8 @@ void oxr_shm_ring_bell(int bell)
 
 int oxr_shm_broken(oxr_group *g, struct link *l, const char *which)
 {
-	oxr_link_fail(g, l, OXR_ERR_PROTO, "shm link to rank %d: the peer broke the %s ring "
-		      "(a counter or an offer out of bounds)", oxr_link_peer(l), which);
+	oxr_link_fail(g, l, OXR_ERR_PROTO, "shm link to rank %d: the peer broke %s",
+		      oxr_link_peer(l), which);
 	errno = EPROTO;
 	return -1;
 }
@@ -261,23 +321,27 @@ static ssize_t big_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 		return -1;
 	}
 	if (k < 0)
-		return oxr_shm_broken(g, l, "receive");
+		return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
 	return k;
 }
 
 static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 	struct shm_link *sl = sl_of(l);
-	/* the stream first, then the notes: a note pushed before the bytes
-	 * seen here is seen too, and is taken before them (shm_ring.h) */
-	int64_t avail = oxr_shm_ring_avail(&sl->rx);
-	int big = avail < 0 ? 0 : oxr_shm_big_waiting(&sl->rx), broke;
+	int64_t avail;
+	int big, broke;
 	size_t want = n, before;
 	ssize_t k;
 
 	(void)arena;
+	if (sl->in_slot >= 0)
+		return oxr_shm_fifo_recv(g, l, sl, buf, n);
+	/* the stream first, then the notes: a note pushed before the bytes
+	 * seen here is seen too, and is taken before them (shm_ring.h) */
+	avail = oxr_shm_ring_avail(&sl->rx);
+	big = avail < 0 ? 0 : oxr_shm_big_waiting(&sl->rx);
 	if (avail < 0 || big < 0)
-		return oxr_shm_broken(g, l, "receive");
+		return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
 	before = oxr_shm_take_notes(g, l, sl, &broke);
 	if (broke)
 		return -1;
@@ -292,7 +356,7 @@ static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int a
 			n = before;
 		k = n ? oxr_shm_ring_read(&sl->rx, buf, n) : 0;
 		if (k < 0)
-			return oxr_shm_broken(g, l, "receive");
+			return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
 	}
 	/* room came, or the offer's answer: a sleeping writer wants to know */
 	if ((k > 0 || big) && oxr_shm_ring_must_wake(&sl->rx, 1))
@@ -311,6 +375,8 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 	ssize_t k;
 	int n = niov;
 
+	if (sl->out_slot >= 0)
+		return oxr_shm_fifo_sendv(g, l, sl, iov, niov);
 	if (offered) {
 		switch (oxr_shm_big_done(&sl->tx)) {
 		case 0:
@@ -335,7 +401,7 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 	}
 	k = oxr_shm_ring_write(&sl->tx, iov, n);
 	if (k < 0)
-		return oxr_shm_broken(g, l, "send");
+		return oxr_shm_broken(g, l, "the send ring (a counter or an offer out of bounds)");
 	if (k > 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
 		oxr_shm_ring_bell(sl->bell);
 	if (k == 0) {
@@ -350,6 +416,8 @@ static int rx_ready(struct shm_link *sl)
 {
 	struct oxr_shm_note n;
 
+	if (sl->in_slot >= 0)
+		return oxr_shm_fifo_rx_ready(sl);
 	return oxr_shm_ring_avail(&sl->rx) != 0 || oxr_shm_note_peek(&sl->rx, &n) != 0 ||
 	       oxr_shm_big_waiting(&sl->rx) != 0;
 }
@@ -357,6 +425,8 @@ static int rx_ready(struct shm_link *sl)
 /* The writer can go on: room in the ring, or its offer answered. */
 static int tx_ready(struct shm_link *sl)
 {
+	if (sl->out_slot >= 0)
+		return oxr_shm_fifo_can_send(sl);
 	return sl->tx.big_len ? oxr_shm_big_answered(&sl->tx) : oxr_shm_ring_room(&sl->tx) != 0;
 }
 
@@ -368,6 +438,8 @@ static int tx_waits(oxr_group *g, struct shm_link *sl)
 
 static int tx_can(struct shm_link *sl)
 {
+	if (sl->out_slot >= 0)
+		return oxr_shm_fifo_can_send(sl);
 	return sl->note_wait ? oxr_shm_note_room(&sl->tx) != 0 : tx_ready(sl);
 }
 
@@ -383,6 +455,7 @@ static oxr_status_t shm_poll(oxr_group *g, int *got)
 	int i;
 
 	*got = 0;
+	oxr_shm_fifo_drain(g);
 	for (i = 0; sg && i < sg->n; i++) {
 		struct shm_link *sl = sg->links[i];
 		struct link *l;
@@ -397,8 +470,13 @@ static oxr_status_t shm_poll(oxr_group *g, int *got)
 			sl->rx_fd = -1;
 		}
 		/* awake: a flag left up from a sleep would only cost the peer a wake-up */
-		if (atomic_load_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), memory_order_relaxed))
+		if (sl->rx.r &&
+		    atomic_load_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), memory_order_relaxed))
 			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 0,
+					      memory_order_relaxed);
+		if (sl->out_slot >= 0 &&
+		    atomic_load_explicit(&sl->out.slots[sl->out_slot].waits, memory_order_relaxed))
+			atomic_store_explicit(&sl->out.slots[sl->out_slot].waits, 0,
 					      memory_order_relaxed);
 		rd = rx_ready(sl);
 		wr = oxr_link_sending(l) && tx_ready(sl);
@@ -424,11 +502,18 @@ static int shm_arm(oxr_group *g)
 		struct shm_link *sl = sg->links[i];
 		if (!sl->live)
 			continue;
-		atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 1, memory_order_relaxed);
-		if (tx_waits(g, sl))
+		if (sl->rx.r)
+			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->rx, 1), 1,
+					      memory_order_relaxed);
+		if (tx_waits(g, sl) && sl->out_slot >= 0)
+			oxr_shm_fifo_writer_sleeps(&sl->out, (uint32_t)sl->out_slot);
+		else if (tx_waits(g, sl))
 			atomic_store_explicit(oxr_shm_ring_my_wait(&sl->tx, 0), 1,
 					      memory_order_relaxed);
 	}
+	/* the FIFO's flag (it fences for all of them) */
+	if (oxr_shm_fifo_arm(g))
+		return 1;
 	atomic_thread_fence(memory_order_seq_cst);
 	for (i = 0; i < sg->n; i++) {
 		struct shm_link *sl = sg->links[i];

@@ -39,11 +39,11 @@
 #include <unistd.h>
 
 #include "oxr_internal.h"
+#include "shm_memfd.h"
 #include "shm_ring.h"
 
 #define RING_MAGIC 0x5253584fu /* "OXSR" */
 #define RING_VERSION 2u
-#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 static size_t map_len(uint64_t cap)
 {
@@ -54,23 +54,16 @@ oxr_status_t oxr_shm_ring_create(uint64_t cap, const uint8_t nonce[OXR_SHM_NONCE
 				 struct oxr_shm_end *e)
 {
 	size_t len = map_len(cap);
+	oxr_status_t st;
 	void *p;
-	int f = memfd_create("oxr-shm-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	memset(e, 0, sizeof(*e));
-	*fd = -1;
-	if (f < 0)
-		return oxr_err(OXR_ERR_IO, "shm: memfd_create: %s", strerror(errno));
-	if (ftruncate(f, (off_t)len) || fcntl(f, F_ADD_SEALS, SEALS)) {
+	if ((st = oxr_shm_memfd_new("oxr-shm-ring", len, fd)))
+		return st;
+	if ((p = oxr_shm_map(NULL, len, *fd)) == MAP_FAILED) {
 		int err = errno;
-		close(f);
-		return oxr_err(OXR_ERR_IO, "shm: sizing and sealing a %zu-byte ring: %s", len,
-			       strerror(err));
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-	if (p == MAP_FAILED) {
-		int err = errno;
-		close(f);
+		close(*fd);
+		*fd = -1;
 		return oxr_err(OXR_ERR_NOMEM, "shm: mapping a %zu-byte ring: %s", len,
 			       strerror(err));
 	}
@@ -80,33 +73,21 @@ oxr_status_t oxr_shm_ring_create(uint64_t cap, const uint8_t nonce[OXR_SHM_NONCE
 	e->r->version = RING_VERSION;
 	e->r->cap = e->cap = cap;
 	memcpy(e->r->nonce, nonce, OXR_SHM_NONCE);
-	*fd = f;
 	return OXR_OK;
 }
 
 oxr_status_t oxr_shm_ring_attach(pid_t pid, int fd, uint64_t cap,
 				 const uint8_t nonce[OXR_SHM_NONCE], struct oxr_shm_end *e)
 {
-	char path[64];
-	struct stat sb;
 	size_t len = map_len(cap);
+	oxr_status_t st;
 	void *p;
-	int f, seals;
+	int f;
 
 	memset(e, 0, sizeof(*e));
-	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)pid, fd);
-	if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
-		return oxr_err(OXR_ERR_IO, "shm: opening the peer's ring %s: %s (ranks in other "
-			       "pid namespaces or under other users cannot share memory; set "
-			       "OXR_HOST_ID apart for them, or OXR_SHM=0)", path, strerror(errno));
-	seals = fcntl(f, F_GET_SEALS);
-	if (fstat(f, &sb) || (uint64_t)sb.st_size != len || seals < 0 ||
-	    (seals & SEALS) != SEALS) {
-		close(f);
-		return oxr_err(OXR_ERR_PROTO, "shm: %s is not the %zu-byte sealed ring the peer "
-			       "offered", path, len);
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if ((st = oxr_shm_memfd_open(pid, fd, len, "ring", &f, NULL)))
+		return st;
+	p = oxr_shm_map(NULL, len, f);
 	close(f);
 	if (p == MAP_FAILED)
 		return oxr_err(OXR_ERR_NOMEM, "shm: mapping the peer's ring: %s", strerror(errno));
@@ -115,8 +96,8 @@ oxr_status_t oxr_shm_ring_attach(pid_t pid, int fd, uint64_t cap,
 	if (e->r->magic != RING_MAGIC || e->r->version != RING_VERSION || e->r->cap != cap ||
 	    memcmp(e->r->nonce, nonce, OXR_SHM_NONCE)) {
 		oxr_shm_ring_unmap(e);
-		return oxr_err(OXR_ERR_PROTO, "shm: %s is not the ring the peer offered (another "
-			       "process's, or a stale one)", path);
+		return oxr_err(OXR_ERR_PROTO, "shm: the peer's fd %d is not the ring it offered "
+			       "(another process's, or a stale one)", fd);
 	}
 	e->cap = cap;
 	return OXR_OK;

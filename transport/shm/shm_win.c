@@ -48,10 +48,10 @@
 #include <unistd.h>
 
 #include "shm_impl.h"
+#include "shm_memfd.h"
 
 #define FD_SHIFT 40
 #define OFF_MASK ((UINT64_C(1) << FD_SHIFT) - 1)
-#define WIN_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 struct shm_mem {
 	struct shm_mem *next;
@@ -72,31 +72,11 @@ struct shm_reg {
 static oxr_status_t new_memfd(size_t len, int *fd, uint32_t *nonce)
 {
 	char name[32];
-	int f;
 
 	if (getrandom(nonce, sizeof(*nonce), 0) != (ssize_t)sizeof(*nonce))
 		return oxr_err(OXR_ERR_IO, "shm: getrandom: %s", strerror(errno));
 	snprintf(name, sizeof(name), "oxr-win-%08x", *nonce);
-	if ((f = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) < 0)
-		return oxr_err(OXR_ERR_IO, "shm: memfd_create: %s", strerror(errno));
-	if (ftruncate(f, (off_t)len) || fcntl(f, F_ADD_SEALS, WIN_SEALS)) {
-		int err = errno;
-		close(f);
-		return oxr_err(OXR_ERR_NOMEM, "shm: a %zu-byte window memfd: %s", len,
-			       strerror(err));
-	}
-	*fd = f;
-	return OXR_OK;
-}
-
-/* Maps fd over len bytes at at (NULL: anywhere); never inherited by a fork. */
-static void *map_shared(void *at, size_t len, int fd)
-{
-	void *p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | (at ? MAP_FIXED : 0), fd, 0);
-
-	if (p != MAP_FAILED)
-		(void)madvise(p, len, MADV_DONTFORK);
-	return p;
+	return oxr_shm_memfd_new(name, len, fd);
 }
 
 void *oxr_shm_mem_alloc(oxr_ctx *c, size_t len)
@@ -110,7 +90,7 @@ void *oxr_shm_mem_alloc(oxr_ctx *c, size_t len)
 		free(m);
 		return NULL;
 	}
-	if ((m->base = map_shared(NULL, n, m->fd)) == MAP_FAILED) {
+	if ((m->base = oxr_shm_map(NULL, n, m->fd)) == MAP_FAILED) {
 		close(m->fd);
 		free(m);
 		return NULL;
@@ -186,13 +166,13 @@ void oxr_shm_win_revoke(struct oxr_prov_mr *mr)
 
 	if (m->stuck || new_memfd(m->len, &fd, &nonce))
 		goto stuck;
-	if ((tmp = map_shared(NULL, m->len, fd)) == MAP_FAILED) {
+	if ((tmp = oxr_shm_map(NULL, m->len, fd)) == MAP_FAILED) {
 		close(fd);
 		goto stuck;
 	}
 	memcpy(tmp, m->base, m->len);
 	munmap(tmp, m->len);
-	if (map_shared(m->base, m->len, fd) == MAP_FAILED) {
+	if (oxr_shm_map(m->base, m->len, fd) == MAP_FAILED) {
 		close(fd);
 		goto stuck;
 	}
@@ -242,11 +222,11 @@ void oxr_shm_new_epoch(oxr_group *g)
 static oxr_status_t attach(struct shm_link *sl, int fd, uint32_t nonce, struct shm_att **out)
 {
 	char path[64], want[40], got[96];
-	struct stat sb;
 	struct shm_att a = { .fd = fd, .nonce = nonce };
+	oxr_status_t st;
 	ssize_t k;
 	size_t wl;
-	int f, seals;
+	int f;
 
 	if (sl->natt == sl->maxatt) {
 		int max = sl->maxatt ? 2 * sl->maxatt : 4;
@@ -256,23 +236,19 @@ static oxr_status_t attach(struct shm_link *sl, int fd, uint32_t nonce, struct s
 		sl->atts = na;
 		sl->maxatt = max;
 	}
-	snprintf(path, sizeof(path), "/proc/%ld/fd/%d", (long)sl->peer_pid, fd);
-	if ((f = open(path, O_RDWR | O_CLOEXEC)) < 0)
-		return oxr_err(OXR_ERR_IO, "put to rank %d: opening its window %s: %s (a "
-			       "descriptor of another epoch?)", sl->peer, path, strerror(errno));
+	if ((st = oxr_shm_memfd_open(sl->peer_pid, fd, 0, "window", &f, &a.len)))
+		return oxr_err(st, "put to rank %d: %s (a descriptor of another epoch?)", sl->peer,
+			       oxr_errmsg());
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f);
 	k = readlink(path, got, sizeof(got) - 1);
 	got[k > 0 ? k : 0] = 0;
 	wl = (size_t)snprintf(want, sizeof(want), "/memfd:oxr-win-%08x", nonce);
-	seals = fcntl(f, F_GET_SEALS);
-	if (strncmp(got, want, wl) || (got[wl] && got[wl] != ' ') || fstat(f, &sb) ||
-	    sb.st_size <= 0 || seals < 0 || (seals & WIN_SEALS) != WIN_SEALS) {
+	if (strncmp(got, want, wl) || (got[wl] && got[wl] != ' ')) {
 		close(f);
 		return oxr_err(OXR_ERR_PROTO, "put to rank %d: its fd %d is not the window it "
 			       "described (%s)", sl->peer, fd, got);
 	}
-	a.len = (size_t)sb.st_size;
-	a.base = map_shared(NULL, a.len, f);
+	a.base = oxr_shm_map(NULL, a.len, f);
 	close(f);
 	if (a.base == MAP_FAILED)
 		return oxr_err(OXR_ERR_NOMEM, "put to rank %d: mapping its %zu-byte window: %s",
@@ -287,7 +263,28 @@ static int can_note(void *arg)
 	struct link *l = arg;
 	struct shm_link *sl = oxr_shm_link_of(l);
 
-	return !oxr_link_up(l) || (!oxr_link_sending(l) && oxr_shm_note_room(&sl->tx) != 0);
+	if (!oxr_link_up(l))
+		return 1;
+	if (oxr_link_sending(l))
+		return 0;
+	return sl->out_slot >= 0 ? oxr_shm_fifo_can_send(sl) : oxr_shm_note_room(&sl->tx) != 0;
+}
+
+/* Drives the group until a note may go on l (or l is down: its error). */
+static oxr_status_t wait_note_room(oxr_group *g, struct link *l, struct shm_link *sl)
+{
+	oxr_status_t st;
+
+	sl->note_wait = 1;
+	st = oxr_progress_until(g, can_note, l, -1);
+	sl->note_wait = 0;
+	if (st)
+		return st;
+	if (!oxr_link_up(l)) {
+		oxr_err_keep(oxr_link_error(l));
+		return oxr_link_err(l) ? oxr_link_err(l) : OXR_ERR_PEER;
+	}
+	return OXR_OK;
 }
 
 oxr_status_t oxr_shm_put_note(oxr_group *g, struct link *l, uint64_t raddr, uint32_t rkey,
@@ -309,24 +306,27 @@ oxr_status_t oxr_shm_put_note(oxr_group *g, struct link *l, uint64_t raddr, uint
 		return oxr_err(OXR_ERR_INVAL, "put to rank %d: %zu bytes at %llu past its window "
 			       "memory (%zu bytes)", sl->peer, len, (unsigned long long)off, a->len);
 	/* the note goes behind every message sent before the put */
-	if (n && !can_note(l)) {
-		sl->note_wait = 1;
-		st = oxr_progress_until(g, can_note, l, -1);
-		sl->note_wait = 0;
-		if (st)
-			return st;
-		if (!oxr_link_up(l)) {
-			oxr_err_keep(oxr_link_error(l));
-			return oxr_link_err(l) ? oxr_link_err(l) : OXR_ERR_PEER;
-		}
-	}
+	if (n && !can_note(l) && (st = wait_note_room(g, l, sl)))
+		return st;
 	memcpy(a->base + off, src, len);
 	if (!n)
 		return OXR_OK;
 	note = (struct oxr_shm_note){ .id = n->id, .epoch = n->epoch, .value = n->value,
 				      .notify = 1, .offset = n->offset, .len = len };
+	/* can_note saw a free cell, but another sender may have taken it since */
+	while (sl->out_slot >= 0 && (k = oxr_shm_fifo_note(sl, &note)) == 0)
+		if ((st = wait_note_room(g, l, sl)))
+			return st;
+	if (sl->out_slot >= 0) {
+		if (k < 0) {
+			oxr_shm_broken(g, l, "the receive FIFO (its refs)");
+			return oxr_err(OXR_ERR_PROTO, "put to rank %d: it broke its receive FIFO",
+				       sl->peer);
+		}
+		return OXR_OK;
+	}
 	if ((k = oxr_shm_note_push(&sl->tx, &note)) < 0) {
-		oxr_shm_broken(g, l, "send");
+		oxr_shm_broken(g, l, "the send ring (a counter out of bounds)");
 		return oxr_err(OXR_ERR_PROTO, "put to rank %d: it broke the notes ring", sl->peer);
 	}
 	if (oxr_shm_ring_must_wake(&sl->tx, 0))
@@ -357,7 +357,7 @@ size_t oxr_shm_take_notes(oxr_group *g, struct link *l, struct shm_link *sl, int
 		oxr_shm_ring_bell(sl->bell);
 	if (k < 0) {
 		*broke = 1;
-		oxr_shm_broken(g, l, "notes");
+		oxr_shm_broken(g, l, "the notes ring (a counter out of bounds)");
 		return 0;
 	}
 	return k > 0 ? (size_t)(n.pos - sl->rx.mine) : SIZE_MAX;
