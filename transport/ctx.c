@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The context: its configuration (params.c reads it), and logging. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "oxr_internal.h"
@@ -65,6 +67,29 @@ oxr_status_t oxr_ctx_create(oxr_ctx **out)
  * this kernel's boot id and the host name.  The boot id alone would join
  * containers of one kernel, the host name alone two machines that share a
  * name; a hash keeps the handshake's field one size. */
+/* A link holds a descriptor or more (its socket; on shm a doorbell and,
+ * until mapped, a memfd): the default soft limit of 1,024 stops a group
+ * near 1,000 ranks with the hard limit far above.  Raised once a process,
+ * as Open MPI does, and said at debug level. */
+static void raise_fd_limit(oxr_ctx *c)
+{
+	static int done;
+	struct rlimit r;
+	rlim_t was;
+
+	if (done++ || getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur >= r.rlim_max)
+		return;
+	was = r.rlim_cur;
+	r.rlim_cur = r.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &r))
+		oxr_log(c, OXR_LOG_DEBUG, "the fd soft limit stays %llu: %s", (unsigned long long)was,
+			strerror(errno));
+	else
+		oxr_log(c, OXR_LOG_DEBUG, "raised the fd soft limit from %llu to the hard limit, "
+			"%llu (a link holds one or more)", (unsigned long long)was,
+			(unsigned long long)r.rlim_max);
+}
+
 static void host_identity(oxr_ctx *c)
 {
 	const char *id = c->params.host_id;
@@ -118,6 +143,7 @@ oxr_status_t oxr_ctx_create_with(const oxr_ctx_params *params, oxr_ctx **out)
 	c->heartbeat_ms = (int)p->heartbeat_ms;
 	c->recv_queue_bytes = (size_t)p->recv_queue_bytes;
 	oxr_cmo_limits_from_params(p, &c->limits);
+	raise_fd_limit(c);
 	host_identity(c);
 	if ((st = local_cc(c)) ||
 	    (st = oxr_provider_choose(c, p->transport ? oxr_params_transport_name(p->transport)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "providers.h"
 #include "run_child.h"
@@ -97,6 +98,28 @@ Test(group, shm_memory_per_rank_is_its_rings_and_one_fifo_past_oxr_shm_rings)
 					    "15 shm links: 0 rings of its own and a FIFO, 276 KiB" };
 
 	shm_memory_at_16_ranks(rings, want, 2);
+}
+
+/* Each link holds a descriptor: a rank started under a low fd soft limit
+ * raises it to the hard limit when it makes its context, and says so at
+ * debug level (oxr-run hands the ranks the limit it was given). */
+Test(group, a_rank_raises_its_fd_soft_limit_to_the_hard_limit)
+{
+	const char *argv[] = { "/bin/sh", "-c", "ulimit -Sn 200 && exec \"$0\" -n 2 -- \"$1\" pairs 1",
+			       RUN, CHILD, NULL };
+	const char *env[] = { "OXR_LOG_LEVEL=debug", NULL };
+	struct rlimit lim;
+	struct run r;
+
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &lim), 0);
+	if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max <= 200)
+		cr_assert_fail("the hard fd limit here is %llu: this test needs one above 200",
+			       (unsigned long long)lim.rlim_max);
+	r = spawn_run(argv, env, NULL, 120);
+	expect_ranks_ok(&r, 2, "pairs", "pairs");
+	cr_assert_eq(count_of(r.err, "raised the fd soft limit from 200 to the hard limit"), 2,
+		     "%s", r.err);
+	run_free(&r);
 }
 
 /* Which links get rings: with 4 a rank at 16 ranks, each rank receives on

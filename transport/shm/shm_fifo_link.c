@@ -151,7 +151,7 @@ void oxr_shm_fifo_link_free(oxr_group *g, struct shm_link *sl)
 	struct shm_group *sg = sgr(g);
 
 	oxr_shm_fifo_unmap(&sl->out);
-	if (sl->in_slot < 0)
+	if (sl->in_slot < 0 || !sg)
 		return;
 	/* refs still queued for it are dropped as they come (slot_of is NULL) */
 	while (sl->pn)

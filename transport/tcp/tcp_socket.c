@@ -23,6 +23,11 @@
 #include "transport_impl.h"
 #include "tcp_socket.h"
 
+/* The system's maximum (the kernel caps a larger one at
+ * net.core.somaxconn): a rank that all others connect to at start (eager
+ * wiring, RFC-102 servers) must not see connects reset at 128 pending. */
+#define LISTEN_BACKLOG 65535
+
 int64_t oxr_now_ms(void)
 {
 	struct timespec ts;
@@ -102,7 +107,7 @@ oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound)
 	if (s < 0)
 		return oxr_err(OXR_ERR_IO, "listen: socket: %s", strerror(errno));
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 128) ||
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, LISTEN_BACKLOG) ||
 	    getsockname(s, (struct sockaddr *)&sa, &sl)) {
 		int e = errno;
 		close(s);
