@@ -266,6 +266,22 @@ PROVIDER_TEST(group, the_ring_example)
 	}
 }
 
+/* 32 ranks end one after another while the rest still wait, each saying
+ * BYE to all: through FIFOs of 8 cells (one in flight a sender), most BYEs
+ * wait for a cell and must still go out before their link ends, or the
+ * peers take the end for a failure and the ring breaks. */
+Test(group, the_ring_example_at_32_ranks_through_small_shm_fifos)
+{
+	const char *argv[] = { RUN, "-n", "32", "--", OXR_BIN_DIR "/ring", NULL };
+	const char *env[] = { "OXR_TRANSPORT=shm", "OXR_SHM_RINGS=0", "OXR_SHM_FIFO_BYTES=32768",
+			      NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
+
+	cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.out, "ring of 32 over shm: got 496, want 496: ok"), "%s", r.out);
+	run_free(&r);
+}
+
 #ifdef OXR_HAVE_PMIX
 PROVIDER_TEST(group, the_same_group_under_mpirun_pmix)
 {

@@ -153,7 +153,9 @@ void oxr_shm_fifo_link_free(oxr_group *g, struct shm_link *sl)
 	oxr_shm_fifo_unmap(&sl->out);
 	if (sl->in_slot < 0 || !sg)
 		return;
-	/* refs still queued for it are dropped as they come (slot_of is NULL) */
+	/* its refs still queued come out first: a cell freed while its ref
+	 * waits in the FIFO could be taken and queued again, two refs to it */
+	oxr_shm_fifo_drain(g);
 	while (sl->pn)
 		pend_pop(sg, sl);
 	free(sl->pend);

@@ -541,9 +541,26 @@ static void shm_event(oxr_group *g, uint32_t key)
  * is the peer's end.  What its ring holds is delivered first. */
 static void shm_fd_event(oxr_group *g, struct link *l)
 {
+	/* its last cells (a BYE) may still be queued in the FIFO, not taken out */
+	oxr_shm_fifo_drain(g);
 	if (shm_buffered(l))
 		oxr_link_ready(g, l, 1, 0);
 	oxr_link_quiet_socket(g, l);
+}
+
+static int all_sent(void *arg)
+{
+	struct link *l = arg;
+
+	return !oxr_link_up(l) || !oxr_link_sending(l);
+}
+
+/* What is queued goes out before the link ends (a BYE that found the
+ * peer's FIFO full at the time): a ring always takes it at once. */
+static void shm_drain(oxr_group *g, struct link *l, int timeout_ms)
+{
+	if (!all_sent(l))
+		(void)oxr_progress_until(g, all_sent, l, timeout_ms);
 }
 
 static void shm_destroy(oxr_group *g, void *priv)
@@ -563,6 +580,7 @@ static const struct oxr_link_ops shm_link_ops = {
 	.sendv = shm_sendv,
 	.buffered = shm_buffered,
 	.fd_event = shm_fd_event,
+	.drain = shm_drain,
 	.destroy = shm_destroy,
 	.renumber = shm_renumber,
 	.put = oxr_shm_put,
