@@ -95,7 +95,6 @@ Test(shm_fifo, senders_interleaved_come_out_in_order_per_sender)
 	uint8_t big[5000], out[2][5000];
 	size_t sent[2] = { 0, 0 }, got[2] = { 0, 0 };
 	uint32_t count[2] = { 0, 0 }, s, c, kind, len;
-
 	size_t i;
 
 	for (i = 0; i < sizeof(big); i++)

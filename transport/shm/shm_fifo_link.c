@@ -172,7 +172,7 @@ void oxr_shm_fifo_link_free(oxr_group *g, struct shm_link *sl)
 void oxr_shm_fifo_group_free(struct shm_group *sg)
 {
 	oxr_shm_fifo_unmap(&sg->fifo);
-	if (sg->fifo_fd > 0)
+	if (sg->fifo_fd >= 0)
 		close(sg->fifo_fd);
 	free(sg->slot_of);
 }
@@ -294,7 +294,8 @@ ssize_t oxr_shm_fifo_recv(oxr_group *g, struct link *l, struct shm_link *sl, voi
 	uint64_t before = sl->in_done;
 	size_t got = 0;
 
-	oxr_shm_fifo_drain(g);
+	/* the FIFO's refs were taken out by the poll that said this link is
+	 * ready; what came since waits for the next one */
 	while (sl->in_slot >= 0 && sl->pn && got < n) {
 		struct shm_pend *p = &sl->pend[sl->phead];
 		const uint8_t *src = p->heap ? p->heap

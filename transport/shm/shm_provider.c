@@ -51,6 +51,8 @@
 #define OFFER_BYTES 48
 #define OFFER_RING 0xffffffffu
 #define EPOLL_BELL OXR_EPOLL_HOST
+#define RX_BROKEN "the receive ring (a counter or an offer out of bounds)"
+#define TX_BROKEN "the send ring (a counter or an offer out of bounds)"
 
 static struct shm_group *sgr(oxr_group *g) { return g->hgroup; }
 static struct shm_link *sl_of(const struct link *l) { return oxr_shm_link_of(l); }
@@ -321,7 +323,7 @@ static ssize_t big_recv(oxr_group *g, struct link *l, void *buf, size_t n)
 		return -1;
 	}
 	if (k < 0)
-		return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
+		return oxr_shm_broken(g, l, RX_BROKEN);
 	return k;
 }
 
@@ -341,7 +343,7 @@ static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int a
 	avail = oxr_shm_ring_avail(&sl->rx);
 	big = avail < 0 ? 0 : oxr_shm_big_waiting(&sl->rx);
 	if (avail < 0 || big < 0)
-		return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
+		return oxr_shm_broken(g, l, RX_BROKEN);
 	before = oxr_shm_take_notes(g, l, sl, &broke);
 	if (broke)
 		return -1;
@@ -356,7 +358,7 @@ static ssize_t shm_recv(oxr_group *g, struct link *l, void *buf, size_t n, int a
 			n = before;
 		k = n ? oxr_shm_ring_read(&sl->rx, buf, n) : 0;
 		if (k < 0)
-			return oxr_shm_broken(g, l, "the receive ring (a counter or an offer out of bounds)");
+			return oxr_shm_broken(g, l, RX_BROKEN);
 	}
 	/* room came, or the offer's answer: a sleeping writer wants to know */
 	if ((k > 0 || big) && oxr_shm_ring_must_wake(&sl->rx, 1))
@@ -401,7 +403,7 @@ static ssize_t shm_sendv(oxr_group *g, struct link *l, const struct iovec *iov, 
 	}
 	k = oxr_shm_ring_write(&sl->tx, iov, n);
 	if (k < 0)
-		return oxr_shm_broken(g, l, "the send ring (a counter or an offer out of bounds)");
+		return oxr_shm_broken(g, l, TX_BROKEN);
 	if (k > 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
 		oxr_shm_ring_bell(sl->bell);
 	if (k == 0) {
@@ -438,9 +440,10 @@ static int tx_waits(oxr_group *g, struct shm_link *sl)
 
 static int tx_can(struct shm_link *sl)
 {
-	if (sl->out_slot >= 0)
-		return oxr_shm_fifo_can_send(sl);
-	return sl->note_wait ? oxr_shm_note_room(&sl->tx) != 0 : tx_ready(sl);
+	/* through the FIFO a note takes a cell as bytes do */
+	if (sl->note_wait && sl->out_slot < 0)
+		return oxr_shm_note_room(&sl->tx) != 0;
+	return tx_ready(sl);
 }
 
 static int shm_buffered(const struct link *l)

@@ -313,23 +313,20 @@ oxr_status_t oxr_shm_put_note(oxr_group *g, struct link *l, uint64_t raddr, uint
 		return OXR_OK;
 	note = (struct oxr_shm_note){ .id = n->id, .epoch = n->epoch, .value = n->value,
 				      .notify = 1, .offset = n->offset, .len = len };
-	/* can_note saw a free cell, but another sender may have taken it since */
-	while (sl->out_slot >= 0 && (k = oxr_shm_fifo_note(sl, &note)) == 0)
+	/* through the FIFO, can_note saw a free cell another sender may have
+	 * taken since: wait again */
+	while (!(k = sl->out_slot >= 0 ? oxr_shm_fifo_note(sl, &note)
+				       : oxr_shm_note_push(&sl->tx, &note)))
 		if ((st = wait_note_room(g, l, sl)))
 			return st;
-	if (sl->out_slot >= 0) {
-		if (k < 0) {
-			oxr_shm_broken(g, l, "the receive FIFO (its refs)");
-			return oxr_err(OXR_ERR_PROTO, "put to rank %d: it broke its receive FIFO",
-				       sl->peer);
-		}
-		return OXR_OK;
+	if (k < 0) {
+		oxr_shm_broken(g, l, sl->out_slot >= 0 ? "the receive FIFO (its refs)"
+						       : "the send ring (a counter out of bounds)");
+		return oxr_err(OXR_ERR_PROTO, "put to rank %d: it broke %s", sl->peer,
+			       sl->out_slot >= 0 ? "its receive FIFO" : "the notes ring");
 	}
-	if ((k = oxr_shm_note_push(&sl->tx, &note)) < 0) {
-		oxr_shm_broken(g, l, "the send ring (a counter out of bounds)");
-		return oxr_err(OXR_ERR_PROTO, "put to rank %d: it broke the notes ring", sl->peer);
-	}
-	if (oxr_shm_ring_must_wake(&sl->tx, 0))
+	/* the FIFO's note rang the bell itself */
+	if (sl->out_slot < 0 && oxr_shm_ring_must_wake(&sl->tx, 0))
 		oxr_shm_ring_bell(sl->bell);
 	return OXR_OK;
 }
