@@ -229,7 +229,7 @@ static int dead_peer(oxr_barrier_t *b)
 	int peers[256], k = bar_core_waits_on(&b->c, peers, 256), i;
 
 	for (i = 0; i < k; i++)
-		if (!oxr_link_is_open(b->g, peers[i]))
+		if (oxr_link_lost(b->g, peers[i]))
 			return peers[i];
 	return -1;
 }

@@ -8,6 +8,7 @@
 
 #include "oxr_internal.h"
 #include "link.h"
+#include "link_open.h"
 #include "provider.h"
 #include "sha256.h"
 #include "tcp/tcp_socket.h"
@@ -26,6 +27,7 @@ oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out
 		free(g);
 		return oxr_err(OXR_ERR_NOMEM, "group: out of memory for %d ranks", nserver);
 	}
+	g->demand_lfd = -1;
 	g->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (g->epfd < 0 || oxr_arena_create(&g->scratch)) {
 		if (g->epfd >= 0)
@@ -55,6 +57,7 @@ void oxr_group_destroy(oxr_group *g)
 		g->posted->done = 1;
 	}
 	oxr_say_bye(g);
+	oxr_demand_free(g); /* links still opening stay closed */
 	for (i = 0; i < g->size; i++)
 		oxr_link_drain(g, &g->links[i]);
 	for (i = 0; i < g->size; i++)
@@ -132,23 +135,15 @@ oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound)
 	return OXR_OK;
 }
 
-/* Handshake, the transport upgrade of authenticated links, then the engine. */
+/* The handshake (with the transport offers of authenticated links) run to
+ * its end on this thread, then the engine. */
 static oxr_status_t open_link(oxr_group *g, int fd, int mode, int acceptor, int peer,
 			      const char *addr, int timeout_ms)
 {
-	const struct oxr_link_ops *ops = &oxr_tcp_link_ops;
-	void *priv = NULL;
-	struct oxr_link_hs hs;
-	oxr_status_t st = oxr_link_handshake(g, fd, mode, acceptor, &peer, addr, timeout_ms, &hs);
+	struct oxr_hs *h;
+	oxr_status_t st = oxr_hs_start(g, fd, mode, acceptor, peer, addr, 0, timeout_ms, &h);
 
-	if (st == OXR_OK && mode == OXR_LINK_AUTH)
-		st = oxr_link_upgrade(g, fd, peer, acceptor, addr, hs.same_host, timeout_ms, &ops,
-				      &priv);
-	if (st) {
-		close(fd);
-		return st;
-	}
-	return oxr_link_attach(g, peer, fd, mode, &hs, addr, ops, priv);
+	return st ? st : oxr_hs_run(h);
 }
 
 static int check_mode(int mode)
@@ -242,6 +237,15 @@ oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank
 int oxr_link_is_open(const oxr_group *g, int peer)
 {
 	return peer >= 0 && peer < g->size && link_up(&g->links[peer]);
+}
+
+int oxr_link_lost(oxr_group *g, int peer)
+{
+	if (peer < 0 || peer >= g->size || peer == g->rank)
+		return 0;
+	if (g->links[peer].state == LINK_NONE)
+		(void)oxr_link_want(g, peer); /* a failure to open leaves it down */
+	return link_down(&g->links[peer]);
 }
 
 const char *oxr_link_transport(const oxr_group *g, int peer)
@@ -341,7 +345,7 @@ static void match_posted(oxr_group *g, int peer)
 	struct link *l = &g->links[peer];
 	oxr_req **pp = &g->posted, *r;
 
-	while (*pp && (l->rq_head || !link_up(l))) {
+	while (*pp && (l->rq_head || link_gone(l))) {
 		r = *pp;
 		if (r->peer != peer) {
 			pp = &r->next_posted;
@@ -375,20 +379,19 @@ static int have_msg(void *arg)
 	struct link *l = &w->g->links[w->peer];
 
 	match_posted(w->g, w->peer);
-	return l->rq_head || !link_up(l);
+	return l->rq_head || link_gone(l);
 }
 
-static oxr_status_t check_peer(const oxr_group *g, int peer, const char *what)
+static oxr_status_t check_peer(oxr_group *g, int peer, const char *what)
 {
 	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, what);
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "%s: rank %d is not a peer of rank %d (group of %d)",
 			       what, peer, g->rank, g->size);
-	if (g->links[peer].state == LINK_NONE)
-		return oxr_err(OXR_ERR_INVAL, "%s: no link from rank %d to rank %d is open", what,
-			       g->rank, peer);
-	return OXR_OK;
+	/* a receive opens the link too: a peer that died before it sent
+	 * anything shows as a failed open, not as a wait that never ends */
+	return g->links[peer].state == LINK_NONE ? oxr_link_want(g, peer) : OXR_OK;
 }
 
 oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)

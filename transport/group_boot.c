@@ -1,22 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Wiring a whole group from the bootstrap.  Every rank listens, the
- * endpoints go round in one allgather, then rank i connects to every lower
- * rank in turn and accepts every higher one, in whatever order they come.
- * No cycle of waits: a rank accepts as soon as its own connects are done, and
- * rank 0 connects to nobody, so by induction every connect meets an acceptor.
+ * A group from the bootstrap.  Every rank listens and the endpoints go
+ * round in one allgather.  Then, by default (OXR_LINKS=ondemand), nothing
+ * more: links open on first use (link_demand.c), and the listener joins
+ * the group's epoll set.  OXR_LINKS=eager wires every pair now: rank i
+ * connects to every lower rank in turn and accepts every higher one, in
+ * whatever order they come.  No cycle of waits: a rank accepts as soon as
+ * its own connects are done, and rank 0 connects to nobody, so by induction
+ * every connect meets an acceptor.  Eager is also what a provider whose
+ * connect blocks on the peer needs (OXR_VERBS_CM=rdmacm), so auto picks it
+ * there.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/epoll.h>
+
 #include "oxr_internal.h"
 #include "transport_impl.h"
+#include "link_open.h"
+#include "provider.h"
 
-struct endpoint {
-	char host[60];
-	uint8_t port[4]; /* little-endian */
-};
+#define endpoint oxr_endpoint
+
+enum { LINKS_AUTO, LINKS_ONDEMAND, LINKS_EAGER };
 
 static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 {
@@ -46,6 +56,33 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 	return OXR_OK;
 }
 
+static int eager(const oxr_ctx *c)
+{
+	/* auto is eager for now: the suites that expect every link open after
+	 * the boot (shm memory, kills, puts) still need their ondemand
+	 * counterparts; OXR_VERBS_CM=rdmacm needs eager (its connect blocks) */
+	if (c->params.links == LINKS_AUTO)
+		return 1;
+	return c->params.links == LINKS_EAGER || (c->params.verbs_cm == 1 &&
+						   c->prov != &oxr_tcp_provider);
+}
+
+/* The group keeps the endpoints and takes connects in its progress engine. */
+static oxr_status_t listen_on_demand(oxr_group *g, int port, struct endpoint *all)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = OXR_EPOLL_LISTEN };
+	int i;
+
+	for (i = 0; i < g->nlis && g->lis[i].port != port; i++)
+		;
+	g->eps = all;
+	g->demand_lfd = g->lis[i].fd;
+	fcntl(g->demand_lfd, F_SETFL, fcntl(g->demand_lfd, F_GETFL) | O_NONBLOCK);
+	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->demand_lfd, &ev))
+		return oxr_err(OXR_ERR_IO, "group: epoll_ctl of the listener: %s", strerror(errno));
+	return OXR_OK;
+}
+
 oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 {
 	const char *host = c->params.host;
@@ -70,17 +107,23 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 	if (st == OXR_OK) {
 		memcpy(me.host, host, strlen(host));
 		oxr_store32(me.port, (uint32_t)port, OXR_ORDER_LITTLE);
+		me.order = oxr_order_byte(c->order);
 		st = oxr_boot_allgather(b, &me, sizeof(me), all);
 	}
-	if (st == OXR_OK)
+	if (st == OXR_OK && eager(c)) {
 		st = wire(g, all, port);
-	free(all);
+		free(all);
+	} else if (st == OXR_OK) {
+		st = listen_on_demand(g, port, all);
+	} else {
+		free(all);
+	}
 	if (st) {
 		oxr_group_destroy(g);
 		return st;
 	}
-	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s)", g->rank, g->size,
-		c->transport, oxr_boot_name(b));
+	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s, links %s)",
+		g->rank, g->size, c->transport, oxr_boot_name(b), eager(c) ? "eager" : "on demand");
 	*out = g;
 	return OXR_OK;
 }

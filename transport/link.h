@@ -37,7 +37,10 @@ struct recvq {
 
 /*
  * A link's life, moved only by oxr_link_to (link_handle.c checks the step):
- *   NONE -> OPEN               attached (progress.c)
+ *   NONE -> OPENING            needed: its handshake runs (link_demand.c);
+ *                              sends queue meanwhile
+ *   NONE | OPENING -> OPEN     attached (progress.c)
+ *   OPENING -> FAILED          the handshake failed or timed out
  *   OPEN -> LEAVING            the peer said BYE: its end will be no failure
  *   OPEN | LEAVING -> ENDED    the peer closed between messages
  *   OPEN | LEAVING -> FAILED   broken, refused, timed out, or closed by us
@@ -45,7 +48,7 @@ struct recvq {
  * OPEN and LEAVING carry traffic (link_up); ENDED and FAILED keep the
  * reason for the calls that ask (link_down).
  */
-enum link_state { LINK_NONE, LINK_OPEN, LINK_LEAVING, LINK_ENDED, LINK_FAILED };
+enum link_state { LINK_NONE, LINK_OPEN, LINK_LEAVING, LINK_ENDED, LINK_FAILED, LINK_OPENING };
 
 struct link {
 	int fd, state, mode, order, peer;
@@ -72,6 +75,12 @@ struct link {
 	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */
 	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
 	int sh_round[2];        /* their round + 1 (0: none) */
+	/* opening on demand (link_demand.c): the handshake that will open it
+	 * (NULL: none runs now), and while none does, when to try again (the
+	 * peer was in another epoch) or by when the peer's own open must come
+	 * (both ends opened at once and the peer's goes on) */
+	struct oxr_hs *hs;
+	int64_t retry_at, open_by;
 };
 
 static inline int link_up(const struct link *l)
@@ -82,6 +91,12 @@ static inline int link_up(const struct link *l)
 static inline int link_down(const struct link *l)
 {
 	return l->state == LINK_ENDED || l->state == LINK_FAILED;
+}
+
+/* Nothing more will come: neither open nor opening. */
+static inline int link_gone(const struct link *l)
+{
+	return !link_up(l) && l->state != LINK_OPENING;
 }
 
 /* link_handle.c: the one place a link's state changes (see above). */

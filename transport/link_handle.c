@@ -21,13 +21,14 @@ void oxr_link_ready(oxr_group *g, struct link *l, int readable, int writable)
 		oxr_link_write(g, l);
 }
 
-/* from \ to:  NONE OPEN LEAVING ENDED FAILED */
-static const unsigned char steps[5][5] = {
-	[LINK_NONE]    = { 1, 1, 0, 0, 0 },
-	[LINK_OPEN]    = { 1, 0, 1, 1, 1 },
-	[LINK_LEAVING] = { 1, 0, 0, 1, 1 },
-	[LINK_ENDED]   = { 1, 0, 0, 0, 0 },
-	[LINK_FAILED]  = { 1, 0, 0, 0, 0 },
+/* from \ to:  NONE OPEN LEAVING ENDED FAILED OPENING */
+static const unsigned char steps[6][6] = {
+	[LINK_NONE]    = { 1, 1, 0, 0, 0, 1 },
+	[LINK_OPEN]    = { 1, 0, 1, 1, 1, 0 },
+	[LINK_LEAVING] = { 1, 0, 0, 1, 1, 0 },
+	[LINK_ENDED]   = { 1, 0, 0, 0, 0, 0 },
+	[LINK_FAILED]  = { 1, 0, 0, 0, 0, 0 },
+	[LINK_OPENING] = { 1, 1, 0, 0, 1, 0 },
 };
 
 void oxr_link_to(struct link *l, enum link_state to)

@@ -49,6 +49,7 @@ static const char *const transports[] = { "auto", "tcp", "verbs", "shm", NULL };
 static const char *const orders[] = { "network", "little", NULL };
 static const char *const cms[] = { "tcp", "rdmacm", NULL };
 static const char *const boots[] = { "singleton", "run", "pmix", NULL };
+static const char *const links[] = { "auto", "ondemand", "eager", NULL };
 static const char *const barriers[] = { "bitmap", "dissemination", "auto", NULL };
 
 #define DAY_MS 86400000L
@@ -76,6 +77,9 @@ static const struct knob knobs[] = {
 	    "shm links a rank receives on through rings of their own; the rest share its FIFO"),
 	SIZE(SHM_FIFO_BYTES, shm_fifo_bytes, 32u << 10, 255u << 20, 4096, 256u << 10, "256 KiB",
 	     "a rank's receive FIFO that its other shm links share (4 KiB cells)"),
+	WORD(LINKS, links, links, 0, "auto",
+	     "a booted group's links: opened on first use (ondemand), or all at boot (eager); auto: "
+	     "eager (for now); rdmacm always eager"),
 	STR(DEVICE, device, 63, NULL, "nearest", "RDMA device name or name:port"),
 	INT(GID_INDEX, gid_index, 0, 65535, -1, "IPv4-mapped", "GID table index"),
 	INT(VERBS_SLOTS, verbs_slots, 4, 4096, 64, "64", "receive ring slots per verbs link"),
@@ -103,7 +107,7 @@ static const struct knob knobs[] = {
 	SIZE(RECV_QUEUE_BYTES, recv_queue_bytes, 4096, 1ull << 40, 1, 64u << 20, "64 MiB",
 	     "received messages a link holds before it stops reading"),
 	WORD(ORDER, order, orders, OXR_ORDER_HOST, "host's", "little or network"),
-	STR(HOST, host, 59, "127.0.0.1", "127.0.0.1", "the address other ranks connect to"),
+	STR(HOST, host, 55, "127.0.0.1", "127.0.0.1", "the address other ranks connect to"),
 	STR(HOST_ID, host_id, 255, NULL, "boot id + host name",
 	    "ranks with the same id are on one host (shared memory); set it to tell apart "
 	    "containers on one kernel"),

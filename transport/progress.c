@@ -32,6 +32,7 @@
 #include "oxr_internal.h"
 #include "cmo_encode.h"
 #include "link.h"
+#include "link_open.h"
 #include "provider.h"
 #include "tcp/tcp_socket.h"
 
@@ -100,7 +101,7 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 {
 	va_list ap;
 
-	if (!link_up(l))
+	if (!link_up(l) && l->state != LINK_OPENING)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
@@ -124,12 +125,30 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
 	oxr_status_t st;
 
+	struct sendop *sq_head = NULL, *sq_tail = NULL;
+
 	if (link_up(l)) {
 		close(fd);
 		destroy_priv(g, ops, priv);
 		return oxr_err(OXR_ERR_INVAL, "a link to rank %d is already open", peer);
 	}
+	if (l->state == LINK_OPENING && l->sq_head && l->order != hs->order) {
+		/* encoded in the order the endpoints promised: cannot go out */
+		close(fd);
+		destroy_priv(g, ops, priv);
+		oxr_link_fail(g, l, OXR_ERR_PROTO, "link to rank %d (%s): opened in another byte "
+			      "order than its endpoint said", peer, addr);
+		return oxr_err(OXR_ERR_PROTO, "%s", l->errmsg);
+	}
+	if (l->state == LINK_OPENING) { /* what was sent meanwhile goes out now */
+		sq_head = l->sq_head;
+		sq_tail = l->sq_tail;
+		l->sq_head = l->sq_tail = NULL;
+		l->state = LINK_NONE; /* nothing else of it to free */
+	}
 	oxr_link_close(g, l);
+	l->sq_head = sq_head;
+	l->sq_tail = sq_tail;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	l->rbuf = malloc(RBUF);
 	st = l->rbuf ? oxr_arena_create(&l->arena) : OXR_ERR_NOMEM;
@@ -140,6 +159,10 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 	if (st) {
 		close(fd);
 		destroy_priv(g, ops, priv);
+		l->state = sq_head ? LINK_OPENING : LINK_NONE;
+		l->peer = peer;
+		l->mode = mode;
+		oxr_link_fail(g, l, st, "link to rank %d (%s): %s", peer, addr, oxr_errmsg());
 		oxr_link_close(g, l);
 		return st;
 	}
@@ -162,6 +185,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 		g->rank, peer, addr, hs->order ? "little" : "network",
 		mode == OXR_LINK_AUTH ? "auth" : "openxm", ops->name,
 		hs->same_host > 0 ? "this host" : hs->same_host ? "host unknown" : "another host");
+	oxr_link_opened(g, l);
 	return OXR_OK;
 }
 
@@ -201,6 +225,7 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	free(l->sh_map[0]);
 	free(l->sh_map[1]);
 	destroy_priv(g, l->ops, l->priv);
+	oxr_demand_drop_link(g, l);
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
 }
@@ -461,6 +486,13 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * system call of about 1 us, more than the rest of the round */
 	if (!(round & 15))
 		heartbeat(g);
+	/* handshakes in flight have deadlines; a sleep must not pass them by */
+	if (g->nhs || g->nwaiting) {
+		if (!(round & 15))
+			oxr_demand_tick(g);
+		if (timeout_ms < 0 || timeout_ms > 20)
+			timeout_ms = 20;
+	}
 	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
 		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
 
@@ -508,6 +540,10 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 		}
 		if (ev[i].data.u32 >= OXR_EPOLL_PROVIDER) {
 			g->ctx->prov->event(g, ev[i].data.u32);
+			continue;
+		}
+		if (ev[i].data.u32 >= OXR_EPOLL_HS) {
+			oxr_demand_event(g, ev[i].data.u32, ev[i].events);
 			continue;
 		}
 		l = &g->links[ev[i].data.u32];
@@ -605,13 +641,8 @@ static oxr_status_t queue(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *
 		return oxr_err(OXR_ERR_INVAL, "send: rank %d is not a peer of rank %d (group of %d)",
 			       peer, g->rank, g->size);
 	l = &g->links[peer];
-	if (link_down(l)) {
-		oxr_err_keep(l->errmsg);
-		return l->err;
-	}
-	if (!link_up(l))
-		return oxr_err(OXR_ERR_INVAL, "send: no link from rank %d to rank %d is open",
-			       g->rank, peer);
+	if (!link_up(l) && (st = oxr_link_want(g, peer)))
+		return st;
 	if ((op = g->spare_op)) { /* the one oxr_send kept */
 		g->spare_op = NULL;
 		memset(op, 0, offsetof(struct sendop, one)); /* small is written over */

@@ -44,6 +44,7 @@
 
 #include "oxr_internal.h"
 #include "link.h"
+#include "link_open.h"
 
 uint64_t oxr_group_id(const oxr_group *g) { return g->gid; }
 
@@ -84,6 +85,40 @@ static oxr_status_t send_revoke(oxr_group *g, int peer, int origin)
 	return OXR_OK;
 }
 
+static void forward(oxr_group *g, int p, int origin)
+{
+	if (send_revoke(g, p, origin))
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: forwarding the revoke to rank %d: %s",
+			g->rank, p, oxr_errmsg());
+}
+
+/*
+ * A booted group's revoke is a reliable broadcast over a binomial graph
+ * (ULFM's BMG): the first time a rank sees it, it sends it to the ranks
+ * 2^i away either way round the group, opening those links if need be,
+ * except the one it came from.  Each rank sends at most 2 ceil(log2 P)
+ * frames; it reaches every live rank as long as the live ranks stay
+ * connected in that graph (its connectivity is about 2 log2 P: any
+ * fewer deaths than that cannot cut it), whoever died.  A neighbour that is
+ * dead shows as a failed open, which does not stop the others.
+ */
+static void forward_overlay(oxr_group *g, int from, int origin)
+{
+	int sent[64], n = 0, d, s, i;
+
+	for (d = 1; d < g->size; d <<= 1)
+		for (s = -1; s <= 1; s += 2) {
+			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
+			for (i = 0; i < n && sent[i] != p; i++)
+				;
+			if (p == g->rank || p == from || i < n)
+				continue;
+			sent[n++] = p;
+			if (!link_down(&g->links[p]))
+				forward(g, p, origin);
+		}
+}
+
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 {
 	va_list ap;
@@ -100,18 +135,20 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 		(unsigned long long)g->gid, g->epoch, g->revoke_msg);
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
-		if (p == g->rank || !link_up(l))
+		if (p == g->rank || link_gone(l))
 			continue;
 		oxr_link_revoke_queues(g, l);
 	}
 	oxr_windows_revoked(g);
+	if (g->eps) {
+		forward_overlay(g, from, origin);
+		return;
+	}
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		if (p == g->rank || p == from || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
-		if (send_revoke(g, p, origin))
-			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: forwarding the revoke to rank %d: %s",
-				g->rank, p, oxr_errmsg());
+		forward(g, p, origin);
 	}
 }
 
@@ -260,7 +297,7 @@ static int all_balls(void *arg)
 	for (p = 0; p < g->size; p++) {
 		struct link *l = &g->links[p];
 		int owed = ball_in(g, p);
-		if (p == g->rank || l->state == LINK_NONE)
+		if (p == g->rank || (!link_up(l) && !link_down(l)))
 			continue;
 		/* what the peer sent before it went comes first: its ball may be there */
 		while (owed && !l->ball_seen && l->rq_head) {
@@ -283,7 +320,17 @@ static int all_balls(void *arg)
 		if (owed && !l->ball_seen)
 			all = 0;
 	}
-	return all;
+	/* a link whose handshake is past its epoch check opens in this epoch:
+	 * its ball is owed too (oxr_reset_link_opened) */
+	return all && !oxr_demand_committed(g);
+}
+
+void oxr_reset_link_opened(oxr_group *g, struct link *l)
+{
+	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
+
+	if (g->balls_phase && ball_out(g, l->peer))
+		(void)oxr_queue_internal(g, l->peer, &ball);
 }
 
 /*
@@ -321,8 +368,10 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	for (p = 0; p < g->size && st == OXR_OK; p++)
 		if (p != g->rank && link_up(&g->links[p]) && ball_out(g, p))
 			st = oxr_queue_internal(g, p, &ball);
+	g->balls_phase = 1;
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
+	g->balls_phase = 0;
 	if (st == OXR_OK && b.st)
 		st = oxr_err(b.st, "%s", b.msg);
 	if (st) {

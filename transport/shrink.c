@@ -32,6 +32,7 @@
 
 #include "oxr_internal.h"
 #include "link.h"
+#include "link_open.h"
 #include "provider.h"
 
 enum { PROPOSE = 0, COMMIT = 1 };
@@ -218,12 +219,47 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		}
 		n++;
 	}
+	if (g->eps) { /* the survivors' endpoints, in their new order */
+		for (p = 0, n = 0; p < g->size; p++)
+			if (has(alive, p))
+				g->eps[n++] = g->eps[p];
+	}
 	free(g->links);
 	g->links = nl;
 	g->size = n;
 	g->rank = me;
 	oxr_windows_forget_peers(g); /* their descriptors name old ranks */
 	return OXR_OK;
+}
+
+static int none_opening(void *arg)
+{
+	oxr_group *g = arg;
+	int p;
+
+	for (p = 0; p < g->size; p++)
+		if (g->links[p].state == LINK_OPENING)
+			return 0;
+	return 1;
+}
+
+/* A booted group opens its links on first use: the agreement needs them
+ * all, so it opens them; a rank that cannot be reached is dead. */
+static oxr_status_t open_all(oxr_group *g, int timeout_ms)
+{
+	oxr_status_t st;
+	int p;
+
+	if (!g->eps)
+		return OXR_OK;
+	for (p = 0; p < g->size; p++)
+		if (p != g->rank && g->links[p].state == LINK_NONE)
+			(void)oxr_link_want(g, p); /* a failure marks the rank dead */
+	g->hold_revoke++; /* the group is revoked: this wait must go on */
+	st = oxr_progress_until(g, none_opening, g, timeout_ms);
+	g->hold_revoke--;
+	oxr_demand_cancel_all(g); /* strangers' and late handshakes name old ranks */
+	return st;
 }
 
 oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
@@ -235,6 +271,11 @@ oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
 
 	if (!alive)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	/* who is alive: every rank's link open or failed (O(P) links, for now) */
+	if ((st = open_all(g, timeout_ms))) {
+		free(alive);
+		return st;
+	}
 	for (p = 0; p < g->size; p++)
 		if (p == g->rank || link_up(&g->links[p]))
 			alive[p / 8] |= (uint8_t)(1u << (p % 8));

@@ -52,6 +52,15 @@ struct listener {
 	int fd, port;
 };
 
+/* Where a rank of a booted group listens (the bootstrap's allgather). */
+struct oxr_endpoint {
+	char host[56];
+	uint8_t order;   /* the byte its links ask for: messages queued before a
+			  * link is open are encoded in the order it will have */
+	uint8_t pad[3];
+	uint8_t port[4]; /* little-endian */
+};
+
 /* What a group is doing (group_state.c holds the transitions). */
 enum oxr_gact { OXR_GA_NONE, OXR_GA_RESETTING, OXR_GA_SHRINKING, OXR_GA_CLOSING, OXR_GA_N };
 /* The state a user sees: the epoch's revoke and the activity together. */
@@ -95,6 +104,16 @@ struct oxr_group {
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	char revoke_msg[256];
 	oxr_req *posted;        /* irecvs not yet matched, in the order they were posted */
+	/* links opened on first use (link_demand.c): every rank's endpoint
+	 * (NULL: this group's links are opened by hand), the listener in the
+	 * epoll set, the handshakes in flight (slots of an epoll key), the links
+	 * that wait for a retry or for the peer's open */
+	struct oxr_endpoint *eps;
+	int demand_lfd;
+	struct oxr_hs **hs;
+	int nhs, hs_cap, nwaiting;
+	uint64_t handshakes, handshakes_refused;
+	int balls_phase;        /* a reset waits for balls: a link opening now owes one */
 };
 
 struct oxr_req {
@@ -113,12 +132,6 @@ struct oxr_link_hs {
 	int same_host;
 };
 
-/* link_handshake.c: runs the byte-order exchange and, for OXR_LINK_AUTH,
- * the token proof.  Acceptor: *peer is in/out (in: the rank it expects, -1
- * any higher than mine not yet linked; out: the rank proved).  Fails with
- * the reason. */
-oxr_status_t oxr_link_handshake(oxr_group *g, int fd, int mode, int acceptor, int *peer,
-				const char *addr, int timeout_ms, struct oxr_link_hs *hs);
 
 /* progress.c */
 /* The link is open on fd, its stream carried by ops (priv: their state). */
@@ -137,13 +150,14 @@ void oxr_link_update_events(oxr_group *g, struct link *l);
 void oxr_link_read(oxr_group *g, struct link *l);
 /* Writes what the link's send queue has, as far as the link takes it now. */
 void oxr_link_write(oxr_group *g, struct link *l);
-/* link_upgrade.c: on an OXR_LINK_AUTH link both sides offer their
- * providers' links over the socket (the host provider's first when the
- * handshake found the peer on this host: same_host > 0); when both can,
- * *ops and *priv carry the stream, else the tcp provider's ops (priv NULL). */
-oxr_status_t oxr_link_upgrade(oxr_group *g, int fd, int peer, int acceptor, const char *addr,
-			      int same_host, int timeout_ms, const struct oxr_link_ops **ops,
-			      void **priv);
+/* link_demand.c: a link just opened: what the group owes it (its windows'
+ * descriptors, a reset's ball, the sends that waited). */
+void oxr_link_opened(oxr_group *g, struct link *l);
+/* revoke.c: a link opened during this rank's reset gets its ball too. */
+void oxr_reset_link_opened(oxr_group *g, struct link *l);
+/* window.c: a new peer learns this rank's windows (and, on verbs, its
+ * window QP opens when windows exist). */
+void oxr_windows_link_opened(oxr_group *g, struct link *l);
 /* One round: waits up to timeout_ms for events (0: just polls). */
 oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms);
 /* Progress until done(arg) is true, the timeout passes or the group is

@@ -39,6 +39,7 @@
 
 #include "oxr_internal.h"
 #include "link.h"
+#include "link_open.h"
 #include "provider.h"
 
 struct oxr_win {
@@ -198,26 +199,76 @@ static oxr_status_t regs_make(oxr_group *g, oxr_win *w)
 	return st;
 }
 
+/* w's descriptor to peer p (queued: also sent from inside the engine,
+ * when a link opens); the rkey only where p's link can put. */
+static oxr_status_t announce_to(oxr_group *g, const oxr_win *w, int p)
+{
+	int i = reg_of(g, &g->links[p]);
+	uint64_t addr = i >= 0 ? w->reg[i].addr : 0;
+	uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32), (uint32_t)w->len,
+			  (uint32_t)(addr >> 32), (uint32_t)addr, i >= 0 ? w->reg[i].rkey : 0 };
+
+	return oxr_send_ints(g, p, OXR_OX_PRIVATE_WIN, i >= 0 && w->reg[i].mr ? 7 : 4, v);
+}
+
+/* To every peer linked now; a link that opens later gets it then
+ * (oxr_windows_link_opened), so no descriptor goes to a peer that never
+ * talks to this rank. */
 static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 {
 	oxr_status_t st = OXR_OK;
 	int p;
 
-	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		int i;
-		uint64_t addr;
-		if (p == g->rank || !link_up(&g->links[p]) || g->links[p].mode != OXR_LINK_AUTH)
-			continue;
-		i = reg_of(g, &g->links[p]);
-		addr = i >= 0 ? w->reg[i].addr : 0;
-		uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32),
-				  (uint32_t)w->len, (uint32_t)(addr >> 32), (uint32_t)addr,
-				  i >= 0 ? w->reg[i].rkey : 0 };
-		oxr_arena_reset(g->scratch);
-		st = send_private(g, p, OXR_OX_PRIVATE_WIN,
-				  ints(g->scratch, i >= 0 && w->reg[i].mr ? 7 : 4, v, 0));
-	}
+	for (p = 0; p < g->size && st == OXR_OK; p++)
+		if (p != g->rank && link_up(&g->links[p]) && g->links[p].mode == OXR_LINK_AUTH)
+			st = announce_to(g, w, p);
 	return st;
+}
+
+void oxr_windows_link_opened(oxr_group *g, struct link *l)
+{
+	oxr_win *w;
+
+	if (!g->wins)
+		return;
+	/* on verbs, the new link's window QP (the provider opens what is missing) */
+	if (g->ctx->prov->win_open && g->ctx->prov->win_open(g))
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: window QP to rank %d: %s", g->rank, l->peer,
+			oxr_errmsg());
+	for (w = g->wins; w; w = w->next)
+		if (w->epoch == g->epoch && announce_to(g, w, l->peer))
+			oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: window %u to rank %d: %s", g->rank,
+				w->id, l->peer, oxr_errmsg());
+}
+
+struct one_desc {
+	oxr_group *g;
+	int peer;
+	uint32_t id;
+};
+
+static int have_desc(void *arg)
+{
+	struct one_desc *x = arg;
+	struct rwin *r = find_rwin(x->g, x->peer, x->id);
+
+	if (link_gone(&x->g->links[x->peer]))
+		return 1;
+	return r && r->epoch == x->g->epoch &&
+	       (!x->g->ctx->prov->win_ready || x->g->ctx->prov->win_ready(x->g));
+}
+
+/* The first put to a peer whose link is not open yet opens it, and waits
+ * for the descriptors the peer sends a new link (bounded by the link
+ * timeout: a peer that never made the window fails the put). */
+static struct rwin *fetch_rwin(oxr_group *g, int peer, uint32_t id)
+{
+	struct one_desc x = { g, peer, id };
+
+	if (!g->eps || oxr_link_want(g, peer))
+		return NULL;
+	(void)oxr_progress_until(g, have_desc, &x, g->ctx->link_timeout_ms);
+	return find_rwin(g, peer, id);
 }
 
 oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out)
@@ -318,6 +369,12 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 
 	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, "put");
+	if (!r && peer >= 0 && peer < g->size && peer != g->rank &&
+	    !link_up(&g->links[peer]) && !(r = fetch_rwin(g, peer, id)) &&
+	    link_down(&g->links[peer])) {
+		oxr_err_keep(g->links[peer].errmsg);
+		return g->links[peer].err;
+	}
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
 			       "(create it on both sides first)", peer, id, g->rank);

@@ -75,7 +75,8 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_SHM_CMA_BYTES (1ull << 41)
 #define OXR_CTX_PARAM_SHM_RINGS (1ull << 42)
 #define OXR_CTX_PARAM_SHM_FIFO_BYTES (1ull << 43)
-#define OXR_CTX_PARAM_ALL ((1ull << 44) - 1)
+#define OXR_CTX_PARAM_LINKS (1ull << 44)
+#define OXR_CTX_PARAM_ALL ((1ull << 45) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -85,7 +86,7 @@ typedef struct oxr_group oxr_group;
  * The variable each field comes from is its name in capitals after OXR_
  * (cmo_max_depth: OXR_CMO_MAX_DEPTH).  Words are indices: log_level
  * 0..3 = error, warn, info, debug; transport 0..3 = auto, tcp, verbs, shm; order
- * OXR_ORDER_NETWORK or OXR_ORDER_LITTLE; verbs_cm 0 = tcp, 1 = rdmacm; boot
+ * OXR_ORDER_NETWORK or OXR_ORDER_LITTLE; verbs_cm 0 = tcp, 1 = rdmacm; links 0 = auto, 1 = ondemand, 2 = eager; boot
  * OXR_BOOT_SINGLETON, _RUN, _PMIX or -1 (detect); barrier 0 = bitmap,
  * 1 = dissemination, 2 = auto (dissemination at 2 ranks, bitmap above).  -1 in spin_us, gid_index, coll_spin_us,
  * server_timeout_ms and shm and NULL in a string are "the default" (README.md says
@@ -137,6 +138,7 @@ typedef struct oxr_ctx_params {
 	uint64_t shm_cma_bytes;
 	long shm_rings;      /* shm links a rank receives on through rings of their own */
 	uint64_t shm_fifo_bytes; /* the receive FIFO the other shm links share */
+	int links;           /* a booted group's links: 0 auto, 1 on first use, 2 all at boot */
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

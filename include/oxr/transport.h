@@ -140,6 +140,10 @@ OXR_API oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int p
 					   int timeout_ms);
 /* 1 if a link to peer is open. */
 OXR_API int oxr_link_is_open(const oxr_group *g, int peer);
+/* 1 if the link to peer has failed or ended.  In a booted group whose links
+ * open on first use, a link not open yet starts opening here, so a rank
+ * that waits on a peer which never wrote to it still learns of its death. */
+OXR_API int oxr_link_lost(oxr_group *g, int peer);
 /* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
 OXR_API const char *oxr_link_transport(const oxr_group *g, int peer);
 /* Where the peer of an authenticated link runs: 1 on this host (the same
@@ -237,6 +241,22 @@ OXR_API oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note
 /* Puts landed so far, and puts refused (bad bounds, stale epoch, unknown id). */
 OXR_API uint64_t oxr_win_landed(const oxr_win *w);
 OXR_API uint64_t oxr_group_puts_refused(const oxr_group *g);
+
+/* What a group holds now and has done, for scale checks (oxr-bench --bench
+ * startup, OXR_LOG_LEVEL=info prints them when the group ends). */
+typedef struct oxr_group_counters {
+	uint32_t links_open;        /* links carrying traffic now, all providers */
+	uint32_t links_tcp;         /* of which on a socket, */
+	uint32_t links_shm;         /* on shared memory, */
+	uint32_t links_verbs;       /* on a verbs QP */
+	uint32_t links_opening;     /* links asked for whose handshake is not done */
+	uint32_t fds;               /* descriptors the group holds (sockets, epoll, listener) */
+	uint64_t handshakes;        /* handshakes completed, both directions */
+	uint64_t handshakes_refused; /* refused: strangers, simultaneous opens, busy */
+	uint64_t revokes_sent;      /* REVOKE frames sent (own and forwarded) */
+	uint64_t qps, mrs;          /* the context's verbs QPs and registrations (0 without) */
+} oxr_group_counters;
+OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
 
 /* ---- revoke and reset ---------------------------------------------- */
 

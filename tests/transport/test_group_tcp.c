@@ -282,6 +282,37 @@ Test(group, the_ring_example_at_32_ranks_through_small_shm_fifos)
 	run_free(&r);
 }
 
+/* OXR_LINKS=ondemand: the ring talks to its two neighbours only, so 32
+ * links open (each end says so once), not 496; the ends that start at once
+ * settle on one handshake. */
+static void ring_on_demand(const char *transport)
+{
+	const char *argv[] = { RUN, "-n", "32", "--", OXR_BIN_DIR "/ring", NULL };
+	const char *env[] = { "OXR_LINKS=ondemand", "OXR_LOG_LEVEL=info", transport, NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
+	const char *p;
+	int opened = 0;
+
+	cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.out, "got 496, want 496: ok"), "%s", r.out);
+	cr_assert(strstr(r.err, "links on demand"), "%s", r.err);
+	for (p = r.err; (p = strstr(p, ") open\n")); p++)
+		opened++;
+	cr_assert_eq(opened, 64, "link ends opened: %d, want 64 (2 x 32 ring links)\n%s", opened,
+		     r.err);
+	run_free(&r);
+}
+
+Test(group, the_ring_example_at_32_ranks_opens_only_its_32_links_on_demand_tcp)
+{
+	ring_on_demand("OXR_TRANSPORT=tcp");
+}
+
+Test(group, the_ring_example_at_32_ranks_opens_only_its_32_links_on_demand_shm)
+{
+	ring_on_demand("OXR_TRANSPORT=shm");
+}
+
 #ifdef OXR_HAVE_PMIX
 PROVIDER_TEST(group, the_same_group_under_mpirun_pmix)
 {

@@ -2,7 +2,7 @@
 /*
  * TCP sockets: listening, accepting and connecting with timeouts, blocking
  * I/O against a deadline, and the tuning of a link's socket.  Every link
- * starts on one of these (link_handshake.c); the tcp provider keeps its
+ * starts on one of these (link_open.c); the tcp provider keeps its
  * stream there (tcp_provider.c).
  */
 #define _GNU_SOURCE /* accept4 */
@@ -94,6 +94,11 @@ void oxr_tcp_tune_link(const oxr_ctx *c, int fd)
 			"system's stays)", cc, strerror(errno));
 }
 
+void oxr_tcp_tune_fd(int fd)
+{
+	tune(fd);
+}
+
 oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
@@ -134,6 +139,16 @@ static void name_of(const struct sockaddr_storage *ss, char *addr, size_t alen)
 		port = ntohs(a->sin6_port);
 	}
 	snprintf(addr, alen, "%s:%d", host, port);
+}
+
+void oxr_tcp_peer_name(int fd, char *addr, size_t alen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		ss.ss_family = AF_UNSPEC;
+	name_of(&ss, addr, alen);
 }
 
 oxr_status_t oxr_tcp_accept(int lfd, int timeout_ms, int *fd, char *addr, size_t alen)
@@ -217,6 +232,40 @@ oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd
 	rc = fcntl(s, F_GETFL);
 	fcntl(s, F_SETFL, rc & ~O_NONBLOCK);
 	tune(s);
+	*fd = s;
+	return OXR_OK;
+}
+
+oxr_status_t oxr_tcp_connect_start(const char *host, int port, int *fd)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	char service[16];
+	int rc, s;
+
+	if (!host || port <= 0 || port > 65535)
+		return oxr_err(OXR_ERR_INVAL, "connect: bad host or port %d", port);
+	snprintf(service, sizeof(service), "%d", port);
+	/* an address needs no resolver (the usual endpoint); a name asks it once */
+	hints.ai_flags = AI_NUMERICHOST;
+	rc = getaddrinfo(host, service, &hints, &res);
+	if (rc == EAI_NONAME) {
+		hints.ai_flags = 0;
+		rc = getaddrinfo(host, service, &hints, &res);
+	}
+	if (rc)
+		return oxr_err(OXR_ERR_INVAL, "connect: cannot resolve %s: %s", host, gai_strerror(rc));
+	s = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s >= 0 && connect(s, res->ai_addr, res->ai_addrlen) && errno != EINPROGRESS) {
+		int e = errno;
+		close(s);
+		s = -1;
+		errno = e;
+	}
+	rc = errno;
+	freeaddrinfo(res);
+	if (s < 0)
+		return oxr_err(rc == EMFILE || rc == ENFILE ? OXR_ERR_NOMEM : OXR_ERR_PEER,
+			       "connect to %s:%d: %s", host, port, strerror(rc));
 	*fd = s;
 	return OXR_OK;
 }

@@ -15,6 +15,13 @@
 oxr_status_t oxr_tcp_listen(int port, int *fd, int *bound);
 oxr_status_t oxr_tcp_accept(int lfd, int timeout_ms, int *fd, char *addr, size_t alen);
 oxr_status_t oxr_tcp_connect(const char *host, int port, int timeout_ms, int *fd);
+/* "host:port" of fd's peer. */
+void oxr_tcp_peer_name(int fd, char *addr, size_t alen);
+/* TCP_NODELAY and the like, on a socket connected without oxr_tcp_connect. */
+void oxr_tcp_tune_fd(int fd);
+/* Starts a non-blocking connect to host:port (*fd: the socket, its connect
+ * in progress or done); an error when host does not resolve. */
+oxr_status_t oxr_tcp_connect_start(const char *host, int port, int *fd);
 /* Same-host links get OXR_TCP_LOCAL_CC; every link gets TCP_NODELAY. */
 void oxr_tcp_tune_link(const oxr_ctx *c, int fd);
 /* Exactly n bytes written or read on a blocking socket before deadline_ms
