@@ -255,9 +255,12 @@ static void connect_half(struct oxr_hs *h, const uint8_t *theirs)
 
 	(void)round_prov(g->ctx, h->round, &required);
 	cst = h->p->connect(g, h->pv, theirs, h->acceptor, h->fd, h->addr, h->deadline);
-	if (cst)
+	h->cfail[0] = 0;
+	if (cst) {
+		snprintf(h->cfail, sizeof(h->cfail), ": %s", oxr_errmsg());
 		oxr_log(g->ctx, required ? OXR_LOG_ERROR : OXR_LOG_WARN, "rank %d: %s link to rank "
-			"%d: %s", g->rank, h->p->name, h->peer, oxr_errmsg());
+			"%d%s", g->rank, h->p->name, h->peer, h->cfail);
+	}
 	out_add(h, "OXRR", 4);
 	out_u32(h, cst ? 1 : 0);
 }
@@ -281,8 +284,8 @@ static oxr_status_t settle(struct oxr_hs *h, const uint8_t *peer_ready)
 	drop_offer(h);
 	if (required)
 		return oxr_err(OXR_ERR_IO, "link to rank %d (%s): the %s link could not be "
-			       "connected (this log or the peer's says why)", h->peer, h->addr,
-			       h->p->name);
+			       "connected%s", h->peer, h->addr, h->p->name,
+			       h->cfail[0] ? h->cfail : " (the peer's log says why)");
 	return OXR_OK;
 }
 

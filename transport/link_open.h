@@ -53,6 +53,7 @@ struct oxr_hs {
 	int refused;         /* the peer's refusal reason, when it sent one */
 	uint32_t told_epoch; /* acceptor: the epoch its hello told */
 	char why[200];       /* acceptor: the refusal it sends */
+	char cfail[200];     /* why this side's half did not connect, for the error */
 	int slot;            /* its index in g->hs (link_demand.c), -1 outside */
 	uint32_t events;     /* what it waits for: EPOLLIN or EPOLLOUT */
 };

@@ -53,17 +53,24 @@ static int left_ms(int64_t deadline)
 	return l < 0 ? 0 : l > 1000000 ? 1000000 : (int)l;
 }
 
-/* The next event, which must be `want`; its id (a new one on CONNECT_REQUEST). */
+/*
+ * The next event, which must be `want`; its id (a new one on CONNECT_REQUEST).
+ * sock >= 0: the link's socket, watched too, since the peer says there that
+ * its side failed (its ready, or a close) and no event would ever come.
+ */
 static oxr_status_t wait_event(struct cm *c, enum rdma_cm_event_type want, int64_t deadline,
-			       struct rdma_cm_id **id, uint32_t *peer_qpn)
+			       int sock, struct rdma_cm_id **id, uint32_t *peer_qpn)
 {
-	struct pollfd pf = { .fd = c->ch->fd, .events = POLLIN };
+	struct pollfd pf[2] = { { .fd = c->ch->fd, .events = POLLIN }, { .fd = sock, .events = POLLIN } };
 	struct rdma_cm_event *ev;
 	enum rdma_cm_event_type got;
 	int status;
 
-	if (poll(&pf, 1, left_ms(deadline)) <= 0)
+	if (poll(pf, sock >= 0 ? 2 : 1, left_ms(deadline)) <= 0)
 		return oxr_err(OXR_ERR_TIMEOUT, "rdma_cm: no %s in time", rdma_event_str(want));
+	if (!(pf[0].revents & POLLIN))
+		return oxr_err(OXR_ERR_PEER, "rdma_cm: the peer gave up before %s (its log says "
+			       "why)", rdma_event_str(want));
 	if (rdma_get_cm_event(c->ch, &ev))
 		return oxr_err(OXR_ERR_IO, "rdma_get_cm_event: %s", strerror(errno));
 	got = ev->event;
@@ -162,15 +169,20 @@ static oxr_status_t passive(oxr_group *g, struct cm *c, struct vlink *v, int fd,
 	uint32_t qpn;
 	oxr_status_t st;
 
-	if ((st = own_addr(g, host, sizeof(host))) || (st = parse_addr(host, 0, &ss)))
-		return st;
-	if (rdma_bind_addr(c->id, (struct sockaddr *)&ss) || rdma_listen(c->id, 1))
-		return oxr_err(OXR_ERR_IO, "rdma_cm: listening on %s: %s", host, strerror(errno));
 	oxr_store32(msg, TAG_CM, OXR_ORDER_LITTLE);
+	if ((st = own_addr(g, host, sizeof(host))) || (st = parse_addr(host, 0, &ss)) ||
+	    ((rdma_bind_addr(c->id, (struct sockaddr *)&ss) || rdma_listen(c->id, 1)) &&
+	     (st = oxr_err(OXR_ERR_IO, "rdma_cm: listening on %s: %s", host, strerror(errno))))) {
+		/* port 0: the connector stops waiting for an address that will not come */
+		char why[200];
+		snprintf(why, sizeof(why), "%s", oxr_errmsg());
+		(void)oxr_tcp_io(fd, msg, sizeof(msg), 1, deadline, addr);
+		return oxr_err(st, "%s", why);
+	}
 	oxr_store32(msg + 4, ntohs(rdma_get_src_port(c->id)), OXR_ORDER_LITTLE);
 	memcpy(msg + 8, host, strlen(host));
 	if ((st = oxr_tcp_io(fd, msg, sizeof(msg), 1, deadline, addr)) ||
-	    (st = wait_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, deadline, &c->conn, &qpn)) ||
+	    (st = wait_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, deadline, fd, &c->conn, &qpn)) ||
 	    (st = same_device(g, c->conn)))
 		return st;
 	(void)qpn;
@@ -179,7 +191,8 @@ static oxr_status_t passive(oxr_group *g, struct cm *c, struct vlink *v, int fd,
 	p.qp_num = oxr_vlink_qp(v)->qp_num;
 	if (rdma_accept(c->conn, &p))
 		return oxr_err(OXR_ERR_IO, "rdma_accept: %s", strerror(errno));
-	return wait_event(c, RDMA_CM_EVENT_ESTABLISHED, deadline, NULL, NULL);
+	/* not the socket here: the peer's ready may come before this event */
+	return wait_event(c, RDMA_CM_EVENT_ESTABLISHED, deadline, -1, NULL, NULL);
 }
 
 static oxr_status_t active(oxr_group *g, struct cm *c, struct vlink *v, int fd,
@@ -196,24 +209,27 @@ static oxr_status_t active(oxr_group *g, struct cm *c, struct vlink *v, int fd,
 		return st;
 	if (oxr_load32(msg, OXR_ORDER_LITTLE) != TAG_CM || oxr_load32(msg + 4, OXR_ORDER_LITTLE) > 65535)
 		return oxr_err(OXR_ERR_PROTO, "rdma_cm: malformed listener address from %s", addr);
+	if (oxr_load32(msg + 4, OXR_ORDER_LITTLE) == 0)
+		return oxr_err(OXR_ERR_PEER, "rdma_cm: the peer at %s could not listen for the "
+			       "QP's connection (its log says why)", addr);
 	memcpy(host, msg + 8, 64);
 	host[64] = 0;
 	if ((st = parse_addr(host, (int)oxr_load32(msg + 4, OXR_ORDER_LITTLE), &ss)))
 		return st;
 	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&ss, left_ms(deadline)))
 		return oxr_err(OXR_ERR_IO, "rdma_resolve_addr %s: %s", host, strerror(errno));
-	if ((st = wait_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, NULL, NULL)) ||
+	if ((st = wait_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, deadline, fd, NULL, NULL)) ||
 	    (st = same_device(g, c->id)))
 		return st;
 	if (rdma_resolve_route(c->id, left_ms(deadline)))
 		return oxr_err(OXR_ERR_IO, "rdma_resolve_route %s: %s", host, strerror(errno));
-	if ((st = wait_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, NULL, NULL)))
+	if ((st = wait_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, fd, NULL, NULL)))
 		return st;
 	p.qp_num = oxr_vlink_qp(v)->qp_num;
 	if (rdma_connect(c->id, &p))
 		return oxr_err(OXR_ERR_IO, "rdma_connect %s: %s", host, strerror(errno));
 	/* a QP of our own: rdma_cm answers CONNECT_RESPONSE and leaves the moves to us */
-	if ((st = wait_event(c, RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, NULL, NULL)) ||
+	if ((st = wait_event(c, RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, fd, NULL, NULL)) ||
 	    (st = move_qp(g, c->id, oxr_vlink_qp(v))))
 		return st;
 	if (rdma_establish(c->id))
