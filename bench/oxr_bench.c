@@ -2,7 +2,7 @@
 /*
  * oxr-bench: every benchmark of bench/ behind one front end.
  *
- *   oxr-bench [--bench LIST] [--ranks LIST] [--sizes LIST] [--transport tcp|verbs]
+ *   oxr-bench [--bench LIST] [--ranks LIST] [--sizes LIST] [--transport tcp|verbs|shm]
  *             [--compare] [--quick] [--json FILE] [--dat DIR] [--model] [-B BINDIR]
  *
  * It starts each program (oxr ones under oxr-run, the Open MPI peers under
@@ -33,7 +33,7 @@
 
 static const char *const all_benches[] = { "latency", "bandwidth", "put",    "put_polled",
 					   "barrier", "bcast",     "reduce", "crystal",
-					   "revoke",  "reset" };
+					   "revoke",  "reset",     "startup" };
 #define NBENCH (sizeof(all_benches) / sizeof(all_benches[0]))
 
 static struct {
@@ -63,13 +63,15 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: oxr-bench [options]\n"
 		"  --bench LIST      of latency,bandwidth,put,put_polled,barrier,bcast,reduce,\n"
-		"                    crystal,revoke,reset (default: all)\n"
+		"                    crystal,revoke,reset,startup (default: all but startup)\n"
 		"  --ranks LIST      group sizes of the collectives (default 2,4,8,16)\n"
 		"  --sizes LIST      message sizes in bytes of the point-to-point benchmarks and\n"
 		"                    bcast (default 8,64,512,4096,32768,262144,1048576; bcast 8,4096,\n"
 		"                    1048576)\n"
-		"  --transport T     tcp or verbs (OXR_TRANSPORT of the oxr programs; default tcp)\n"
-		"  --compare         also run the peers: Open MPI's tcp BTL on tcp, perftest on verbs\n"
+		"  --transport T     tcp, verbs or shm (OXR_TRANSPORT of the oxr programs; default\n"
+		"                    tcp)\n"
+		"  --compare         also run the peers: Open MPI's tcp BTL on tcp, Open MPI as\n"
+		"                    installed (shared memory) on shm, perftest on verbs\n"
 		"  --quick           short runs, for tests\n"
 		"  --json FILE       every row with all its samples, the ratios and the model\n"
 		"  --dat DIR         gnuplot data: DIR/BENCH.IMPL.dat (x, median, min, p99)\n"
@@ -116,6 +118,8 @@ static int want(const char *bench)
 		bench = "put";
 	if (!strcmp(bench, "put_polled_bw"))
 		bench = "put_polled";
+	if (!strncmp(bench, "startup_", 8)) /* bench_startup's other figures */
+		bench = "startup";
 	for (i = 0; i < NBENCH; i++)
 		if (!strcmp(all_benches[i], bench))
 			return opt.want[i];
@@ -147,8 +151,10 @@ static void parse_args(int argc, char **argv)
 	static char self[4096];
 	int a, i;
 
+	/* startup only when asked: its ranks are the large ones of
+	 * bench/run_startup.sh, not the collectives' */
 	for (i = 0; i < (int)NBENCH; i++)
-		opt.want[i] = 1;
+		opt.want[i] = strcmp(all_benches[i], "startup") != 0;
 	parse_ints("2,4,8,16", opt.ranks, 16, &opt.nranks);
 	strcpy(opt.sizes, "8,64,512,4096,32768,262144,1048576");
 	strcpy(opt.bcast_sizes, "8,4096,1048576");
@@ -177,8 +183,8 @@ static void parse_args(int argc, char **argv)
 			strcpy(opt.sizes, v);
 			strcpy(opt.bcast_sizes, v);
 		} else if (!strcmp(argv[a], "--transport")) {
-			if (strcmp(v, "tcp") && strcmp(v, "verbs"))
-				die("--transport: tcp or verbs, not '%s'", v);
+			if (strcmp(v, "tcp") && strcmp(v, "verbs") && strcmp(v, "shm"))
+				die("--transport: tcp, verbs or shm, not '%s'", v);
 			opt.transport = v;
 		} else if (!strcmp(argv[a], "--json"))
 			opt.json = v;
@@ -289,10 +295,13 @@ static void show_log(const char *log)
 }
 
 /* Runs one program; a failing one ends the run: figures without it would
- * be ratios against nothing. */
-static void run(const char *what, char *const argv[])
+ * be ratios against nothing.  Its wall time in ms, from just before the
+ * launch, which OXR_BENCH_T0_NS tells the ranks (bench_startup). */
+static double run(const char *what, char *const argv[])
 {
-	char log[160];
+	char log[160], t0[32];
+	struct timespec ts;
+	double start;
 	int rc, i;
 
 	snprintf(log, sizeof(log), "%s/run.log", opt.scratch);
@@ -301,11 +310,16 @@ static void run(const char *what, char *const argv[])
 	for (i = 0; argv[i]; i++)
 		fprintf(stderr, " %s", argv[i]);
 	fputc('\n', stderr);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(t0, sizeof(t0), "%lld%09ld", (long long)ts.tv_sec, ts.tv_nsec);
+	setenv("OXR_BENCH_T0_NS", t0, 1);
+	start = oxr_bench_now_us();
 	rc = spawn(argv, log, NULL);
 	if (rc) {
 		show_log(log);
 		die("%s %s", what, rc < 0 ? "ran past --timeout" : "failed");
 	}
+	return (oxr_bench_now_us() - start) / 1e3;
 }
 
 /* BINDIR/name, one buffer per name for the whole run (argv arrays keep
@@ -329,7 +343,7 @@ static char *bin(const char *name)
 }
 
 /* oxr-run -n N -- PROG ARGS... */
-static void run_oxr(const char *what, int n, char *const prog[])
+static double run_oxr(const char *what, int n, char *const prog[])
 {
 	char *argv[MAXARGS], num[16];
 	int k = 0, i;
@@ -342,20 +356,26 @@ static void run_oxr(const char *what, int n, char *const prog[])
 	for (i = 0; prog[i] && k < MAXARGS - 1; i++)
 		argv[k++] = prog[i];
 	argv[k] = NULL;
-	run(what, argv);
+	return run(what, argv);
 }
 
 /* Open MPI as bench/run_pingpong.sh runs it: tcp BTL and self on lo, ob1,
  * no shared memory, ranks not pinned, oversubscription allowed; one-sided
- * calls by osc pt2pt over that BTL (osc sm would be memcpy on one node). */
-static void run_mpi(const char *what, int n, char *const prog[])
+ * calls by osc pt2pt over that BTL (osc sm would be memcpy on one node).
+ * Against oxr on shm, as bench/run_shm.sh runs it: its transports as
+ * installed (vader and CMA inside the node). */
+static double run_mpi(const char *what, int n, char *const prog[])
 {
 	char *argv[MAXARGS], num[16];
-	static char *const flags[] = { "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
-				       "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
-				       "lo", "--mca", "oob_tcp_if_include", "lo", "--mca", "osc",
-				       "pt2pt", "-x",
-				       "OXR_BENCH_SAMPLES", NULL };
+	static char *const tcp[] = { "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
+				     "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
+				     "lo", "--mca", "oob_tcp_if_include", "lo", "--mca", "osc",
+				     "pt2pt", "-x", "OXR_BENCH_SAMPLES", "-x", "OXR_BENCH_T0_NS",
+				     NULL };
+	static char *const shm[] = { "--oversubscribe", "--bind-to", "none", "--mca",
+				     "oob_tcp_if_include", "lo", "-x", "OXR_BENCH_SAMPLES", "-x",
+				     "OXR_BENCH_T0_NS", NULL };
+	char *const *flags = strcmp(opt.transport, "shm") ? tcp : shm;
 	int k = 0, i;
 
 	snprintf(num, sizeof(num), "%d", n);
@@ -367,12 +387,12 @@ static void run_mpi(const char *what, int n, char *const prog[])
 	for (i = 0; prog[i] && k < MAXARGS - 1; i++)
 		argv[k++] = prog[i];
 	argv[k] = NULL;
-	run(what, argv);
+	return run(what, argv);
 }
 
 static int mpi_peer(const char *prog)
 {
-	return opt.compare && !strcmp(opt.transport, "tcp") && have_file(prog) && in_path("mpirun");
+	return opt.compare && strcmp(opt.transport, "verbs") && have_file(prog) && in_path("mpirun");
 }
 
 static int perftest_peer(void)
@@ -462,6 +482,32 @@ static void bench_groups(void)
 		}
 		if (want("revoke") || want("reset"))
 			run_oxr("revoke, reset", n, rv);
+	}
+}
+
+/* Launch to a ready group and what a rank holds then (bench_startup.c),
+ * and the launcher's whole run (startup_wall, a sample per run: what a
+ * user waits for, the teardown in it).  OXR_LINKS passes through. */
+static void bench_startups(void)
+{
+	char *su[] = { bin("bench_startup"), NULL }, *ms[] = { bin("mpi_startup"), NULL };
+	int i;
+
+	if (!want("startup"))
+		return;
+	for (i = 0; i < opt.nranks; i++) {
+		int n = opt.ranks[i];
+		struct oxr_bench_row row = { .bench = "startup_wall", .impl = "oxr", .ranks = n,
+					     .unit = "ms" };
+		double ms_wall = run_oxr("startup", n, su);
+		if (oxr_bench_emit(&row, &ms_wall, 1))
+			die("cannot write %s", opt.samples);
+		if (mpi_peer("mpi_startup")) {
+			row.impl = "mpi";
+			ms_wall = run_mpi("startup (Open MPI)", n, ms);
+			if (oxr_bench_emit(&row, &ms_wall, 1))
+				die("cannot write %s", opt.samples);
+		}
 	}
 }
 
@@ -608,12 +654,13 @@ int main(int argc, char **argv)
 		setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
 		setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 	}
-	if (opt.compare && !strcmp(opt.transport, "tcp") && !in_path("mpirun"))
+	if (opt.compare && strcmp(opt.transport, "verbs") && !in_path("mpirun"))
 		fprintf(stderr, "oxr-bench: no mpirun: no Open MPI peer (Debian: openmpi-bin)\n");
 	if (opt.compare && !strcmp(opt.transport, "verbs") && !in_path("ib_send_lat"))
 		fprintf(stderr, "oxr-bench: no ib_send_lat: no perftest peer (Debian: perftest)\n");
 	bench_p2p();
 	bench_groups();
+	bench_startups();
 	set.transport = opt.transport;
 	set.quick = opt.quick;
 	set.cores = (int)sysconf(_SC_NPROCESSORS_ONLN);

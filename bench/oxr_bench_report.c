@@ -28,6 +28,11 @@ static const struct {
 	{ "crystal", "oxr-crystal", { "mpi-alltoallv", "oxr-pairwise" } },
 	{ "revoke", "oxr", { NULL } },
 	{ "reset", "oxr", { NULL } },
+	{ "startup", "oxr", { "mpi" } },       /* a sample per rank: ms from launch to ready */
+	{ "startup_wall", "oxr", { "mpi" } },  /* a sample per run: the launcher's ms */
+	{ "startup_rss", "oxr", { "mpi" } },
+	{ "startup_fds", "oxr", { "mpi" } },
+	{ "startup_links", "oxr", { NULL } },  /* Open MPI does not say */
 };
 #define NPAIRS (sizeof(pairs) / sizeof(pairs[0]))
 
@@ -155,7 +160,9 @@ void oxr_bench_print_tables(const struct oxr_bench_set *s, FILE *out)
 		print_more_peers(s, (int)p, out);
 	}
 	fprintf(out, "\n# us: lower is better, oxr/peer < 1 is oxr faster; MB/s (10^6 bytes):"
-		" higher is better, oxr/peer > 1 is oxr faster.  Peers ran in this invocation,"
+		" higher is better, oxr/peer > 1 is oxr faster; ms, KiB, fds, links (startup, a"
+		" sample per rank, of the group that did one barrier and a ring exchange): lower"
+		" is better.  Peers ran in this invocation,"
 		" one program after the other, on this machine (%d cores): the ratios, not the"
 		" absolute figures, are what carries over.\n", s->cores);
 }

@@ -50,7 +50,7 @@ static const char usage_text[] =
 	"       oxr-run -n N --ranks A-B --addr IP --publish FILE [...] [--] PROGRAM [ARGS...]\n"
 	"       oxr-run -n N --ranks A-B --join FILE [...] [--] PROGRAM [ARGS...]\n"
 	"\n"
-	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 4096),\n"
+	"Runs N copies of PROGRAM on this machine, ranks 0 to N-1 (N from 1 to 1048576),\n"
 	"and serves their oxr bootstrap: oxr_boot_open() in each copy joins the group.\n"
 	"If one rank fails (exits non-zero or is killed), oxr-run stops the others.\n"
 	"\n"
@@ -925,6 +925,15 @@ static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
 	if (more.rlim_cur < (rlim_t)o->n + 64 && more.rlim_cur < more.rlim_max) {
 		more.rlim_cur = more.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &more);
+		getrlimit(RLIMIT_NOFILE, &more);
+	}
+	/* the rendezvous' server, else accept() fails with EMFILE half-way through
+	 * a start of thousands */
+	if (!o->join && more.rlim_cur < (rlim_t)o->n + 64) {
+		fprintf(stderr, "oxr-run: %d ranks need %d file descriptors here (one socket a rank), "
+			"the limit is %llu: raise the hard limit (ulimit -Hn, limits.conf) or use "
+			"fewer ranks\n", o->n, o->n + 64, (unsigned long long)more.rlim_cur);
+		return -1;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);

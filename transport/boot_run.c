@@ -359,7 +359,7 @@ oxr_status_t oxr_boot_run_open(oxr_boot *b)
 	r->fd = -1;
 	st = parse_addr(&sa);
 	if (!st)
-		st = env_long("OXR_RUN_SIZE", 1, OXR_RUN_MAX_SIZE, -1, "a group size from 1 to 4096",
+		st = env_long("OXR_RUN_SIZE", 1, OXR_RUN_MAX_SIZE, -1, "a group size from 1 to 1048576",
 			      &size);
 	snprintf(rank_form, sizeof(rank_form), "a rank from 0 to %ld", size - 1);
 	if (!st)

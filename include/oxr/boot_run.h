@@ -15,6 +15,6 @@
 #define OXR_RUN_MAX_BLOB (64ull << 20)  /* one rank's bytes in a round */
 #define OXR_RUN_MAX_ROUND (1ull << 30)  /* a round's bytes, all ranks */
 #define OXR_RUN_MAX_MSG 1024            /* an error reply's message */
-#define OXR_RUN_MAX_SIZE 4096           /* ranks */
+#define OXR_RUN_MAX_SIZE (1 << 20)      /* ranks (the ids of a round fit 32 bits) */
 
 #endif

@@ -223,8 +223,8 @@ Test(boot_run, usage)
 	expect_usage("-n N is required", CHILD);
 	expect_usage("no PROGRAM", "-n", "2");
 	expect_usage("no PROGRAM", "-n", "2", "--");
-	expect_usage("from 1 to 4096, not '0'", "-n", "0", CHILD);
-	expect_usage("not '4097'", "-n", "4097", CHILD);
+	expect_usage("from 1 to 1048576, not '0'", "-n", "0", CHILD);
+	expect_usage("not '1048577'", "-n", "1048577", CHILD);
 	expect_usage("not '2x'", "-n", "2x", CHILD);
 	expect_usage("-n lacks its value", "-n");
 	expect_usage("--timeout wants whole seconds", "-n", "1", "--timeout", "0", CHILD);
@@ -344,7 +344,7 @@ Test(boot_env, bad_run_variables)
 	setenv("OXR_RUN_ADDR", "127.0.0.1:9", 1);
 	expect_open_fails(OXR_ERR_INVAL, "OXR_RUN_SIZE is not set");
 	setenv("OXR_RUN_SIZE", "0", 1);
-	expect_open_fails(OXR_ERR_INVAL, "OXR_RUN_SIZE='0': expected a group size from 1 to 4096");
+	expect_open_fails(OXR_ERR_INVAL, "OXR_RUN_SIZE='0': expected a group size from 1 to 1048576");
 	setenv("OXR_RUN_SIZE", "2", 1);
 	setenv("OXR_RUN_RANK", "2", 1);
 	expect_open_fails(OXR_ERR_INVAL, "OXR_RUN_RANK='2': expected a rank from 0 to 1");
