@@ -260,7 +260,8 @@ static int have_desc(void *arg)
 
 /* The first put to a peer whose link is not open yet opens it, and waits
  * for the descriptors the peer sends a new link (bounded by the link
- * timeout: a peer that never made the window fails the put). */
+ * timeout: a peer that never made the window fails the put).  Eager
+ * groups (no endpoint table) have every descriptor once the window is made. */
 static struct rwin *fetch_rwin(oxr_group *g, int peer, uint32_t id)
 {
 	struct one_desc x = { g, peer, id };
@@ -369,9 +370,10 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 
 	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, "put");
+	/* on demand, a link that opened after this window was made may still
+	 * have the peer's descriptor on the way: wait for it as for a new link */
 	if (!r && peer >= 0 && peer < g->size && peer != g->rank &&
-	    !link_up(&g->links[peer]) && !(r = fetch_rwin(g, peer, id)) &&
-	    link_down(&g->links[peer])) {
+	    !(r = fetch_rwin(g, peer, id)) && link_down(&g->links[peer])) {
 		oxr_err_keep(g->links[peer].errmsg);
 		return g->links[peer].err;
 	}
