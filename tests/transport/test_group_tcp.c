@@ -68,7 +68,8 @@ static void shm_memory_at_16_ranks(const char *const *settings, const char *cons
 	int i;
 
 	for (i = 0; i < n; i++) {
-		const char *env[] = { "OXR_TRANSPORT=shm", settings[i], NULL };
+		/* every link open: the memory of a full node's worth of peers */
+		const char *env[] = { "OXR_TRANSPORT=shm", "OXR_LINKS=eager", settings[i], NULL };
 		struct run r = spawn_run(argv, env, NULL, 300);
 
 		expect_ranks_ok(&r, 16, "shmmem", settings[i]);
@@ -129,7 +130,8 @@ Test(group, a_rank_raises_its_fd_soft_limit_to_the_hard_limit)
 Test(group, shm_rings_go_to_collective_partners_first)
 {
 	const char *argv[] = { RUN, "-n", "16", "--", CHILD, "shmmem", NULL };
-	const char *env[] = { "OXR_TRANSPORT=shm", "OXR_SHM_RINGS=4", "OXR_LOG_LEVEL=info", NULL };
+	const char *env[] = { "OXR_TRANSPORT=shm", "OXR_SHM_RINGS=4", "OXR_LOG_LEVEL=info",
+			      "OXR_LINKS=eager", NULL };
 	struct run r = spawn_run(argv, env, NULL, 300);
 	int rings[16] = { 0 }, others[16] = { 0 }, fifos = 0, i;
 	const char *at;
