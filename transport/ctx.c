@@ -180,13 +180,20 @@ const char *oxr_ctx_transport(const oxr_ctx *c)
 	return c->transport;
 }
 
-void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs)
+void oxr_verbs_pinned(uint64_t *qps, uint64_t *mrs, uint64_t *pinned)
 {
 	const struct oxr_provider *p = oxr_provider_find("verbs");
 
-	*qps = *mrs = 0;
+	*qps = *mrs = *pinned = 0;
 	if (p && p->objects)
-		p->objects(qps, mrs);
+		p->objects(qps, mrs, pinned);
+}
+
+void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs)
+{
+	uint64_t pinned;
+
+	oxr_verbs_pinned(qps, mrs, &pinned);
 }
 
 void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag)

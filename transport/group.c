@@ -51,6 +51,7 @@ void oxr_group_destroy(oxr_group *g)
 
 	if (!g)
 		return;
+	oxr_group_log_stats(g);
 	/* receives still posted end here, so freeing them later is safe */
 	for (; g->posted; g->posted = g->posted->next_posted) {
 		g->posted->st = OXR_ERR_CLOSED;

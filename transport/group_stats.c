@@ -36,6 +36,22 @@ oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out)
 	out->handshakes = g->handshakes;
 	out->handshakes_refused = g->handshakes_refused;
 	out->revokes_sent = g->revokes_sent;
-	oxr_verbs_objects(&out->qps, &out->mrs);
+	oxr_verbs_pinned(&out->qps, &out->mrs, &out->pinned_bytes);
 	return OXR_OK;
+}
+
+/* At OXR_LOG_LEVEL=info a rank says what its group cost it, as it ends. */
+void oxr_group_log_stats(const oxr_group *g)
+{
+	oxr_group_counters c;
+
+	if (g->ctx->log_level < OXR_LOG_INFO || oxr_group_stats(g, &c))
+		return;
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d of %d: %u links open (tcp %u, shm %u, verbs %u), "
+		"%u fds, %llu handshakes (%llu refused), %llu revokes sent; verbs: %llu QPs, "
+		"%llu MRs, %llu KiB pinned", g->rank, g->size, c.links_open, c.links_tcp,
+		c.links_shm, c.links_verbs, c.fds, (unsigned long long)c.handshakes,
+		(unsigned long long)c.handshakes_refused, (unsigned long long)c.revokes_sent,
+		(unsigned long long)c.qps, (unsigned long long)c.mrs,
+		(unsigned long long)(c.pinned_bytes >> 10));
 }

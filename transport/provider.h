@@ -127,7 +127,7 @@ struct oxr_provider {
 	/* The device, for oxr-info and oxr_device_query. */
 	int (*describe_all)(FILE *f);
 	oxr_status_t (*query)(oxr_device_info *out);
-	void (*objects)(uint64_t *qps, uint64_t *mrs);
+	void (*objects)(uint64_t *qps, uint64_t *mrs, uint64_t *pinned);
 };
 
 /* provider.c: the registry.  NULL when no provider of that name is built. */
@@ -135,6 +135,11 @@ const struct oxr_provider *oxr_provider_find(const char *name);
 /* Opens the provider for c: want names one (OXR_TRANSPORT), NULL is auto. */
 oxr_status_t oxr_provider_choose(oxr_ctx *c, const char *want);
 void oxr_provider_release(oxr_ctx *c);
+/* The verbs provider's QPs, registrations and the bytes they pin, all 0
+ * without it (oxr_group_stats). */
+void oxr_verbs_pinned(uint64_t *qps, uint64_t *mrs, uint64_t *pinned);
+/* group_stats.c: the info line a group leaves as it ends */
+void oxr_group_log_stats(const oxr_group *g);
 /* The stream of a link nobody upgraded: its socket (tcp/tcp_provider.c). */
 extern const struct oxr_link_ops oxr_tcp_link_ops;
 extern const struct oxr_provider oxr_tcp_provider;

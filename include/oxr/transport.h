@@ -254,7 +254,8 @@ typedef struct oxr_group_counters {
 	uint64_t handshakes;        /* handshakes completed, both directions */
 	uint64_t handshakes_refused; /* refused: strangers, simultaneous opens, busy */
 	uint64_t revokes_sent;      /* REVOKE frames sent (own and forwarded) */
-	uint64_t qps, mrs;          /* the context's verbs QPs and registrations (0 without) */
+	uint64_t qps, mrs;          /* the process's verbs QPs and registrations (0 without) */
+	uint64_t pinned_bytes;      /* the bytes those registrations pin */
 } oxr_group_counters;
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
 

@@ -302,6 +302,19 @@ static void ring_on_demand(const char *transport)
 		opened++;
 	cr_assert_eq(opened, 64, "link ends opened: %d, want 64 (2 x 32 ring links)\n%s", opened,
 		     r.err);
+	/* and each rank's closing line (oxr_group_stats at info) says so: at
+	 * most its 2 neighbours (fewer once a neighbour has said goodbye) */
+	for (p = r.err, opened = 0; (p = strstr(p, " links open (")); p++) {
+		const char *bol = p;
+		unsigned links = 99;
+		while (bol > r.err && bol[-1] != ' ')
+			bol--;
+		cr_assert_eq(sscanf(bol, "%u links open (", &links), 1, "%.80s", bol);
+		cr_assert(!strncmp(bol - 8, " of 32: ", 8), "%.80s", bol - 8);
+		cr_assert_leq(links, 2, "%.200s", p);
+		opened++;
+	}
+	cr_assert_eq(opened, 32, "closing lines: %d\n%s", opened, r.err);
 	run_free(&r);
 }
 

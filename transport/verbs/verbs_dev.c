@@ -817,23 +817,28 @@ int oxr_vdev_describe_all(FILE *f)
 
 /* ---- counted verbs objects ------------------------------------------ */
 
-static uint64_t n_qps, n_mrs;
+static uint64_t n_qps, n_mrs, n_pinned; /* pinned: the registrations' bytes */
 
 struct ibv_mr *oxr_vreg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	struct ibv_mr *mr = ibv_reg_mr(pd, addr, len, access);
 
-	if (mr)
+	if (mr) {
 		__atomic_add_fetch(&n_mrs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&n_pinned, (uint64_t)mr->length, __ATOMIC_RELAXED);
+	}
 	return mr;
 }
 
 int oxr_vdereg_mr(struct ibv_mr *mr)
 {
+	uint64_t len = (uint64_t)mr->length;
 	int r = ibv_dereg_mr(mr);
 
-	if (!r)
+	if (!r) {
 		__atomic_sub_fetch(&n_mrs, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&n_pinned, len, __ATOMIC_RELAXED);
+	}
 	return r;
 }
 
@@ -855,8 +860,9 @@ int oxr_vdestroy_qp(struct ibv_qp *qp)
 	return r;
 }
 
-void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs)
+void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs, uint64_t *pinned)
 {
 	*qps = __atomic_load_n(&n_qps, __ATOMIC_RELAXED);
 	*mrs = __atomic_load_n(&n_mrs, __ATOMIC_RELAXED);
+	*pinned = __atomic_load_n(&n_pinned, __ATOMIC_RELAXED);
 }

@@ -79,7 +79,7 @@ struct ibv_mr *oxr_vreg_mr(struct ibv_pd *pd, void *addr, size_t len, int access
 int oxr_vdereg_mr(struct ibv_mr *mr);
 struct ibv_qp *oxr_vcreate_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int oxr_vdestroy_qp(struct ibv_qp *qp);
-void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs);
+void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs, uint64_t *pinned);
 
 /* Page-aligned memory on the device's NUMA node for rings and windows
  * (hwloc_alloc_membind; plain hwloc or posix_memalign memory when the
