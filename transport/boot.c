@@ -129,6 +129,10 @@ void oxr_boot_close(oxr_boot *b)
 {
 	if (!b)
 		return;
+	if (b->refs > 0) { /* a group still looks peers up in it */
+		b->closed = 1;
+		return;
+	}
 	b->ops->close(b);
 	explicit_bzero(b->token, sizeof(b->token));
 	free(b);
@@ -182,4 +186,34 @@ oxr_status_t oxr_boot_barrier(oxr_boot *b)
 	if (!b)
 		return oxr_err(OXR_ERR_INVAL, "oxr_boot_barrier: b is NULL");
 	return b->ops->barrier(b);
+}
+
+int oxr_boot_can_lookup(const oxr_boot *b)
+{
+	return b && b->ops->publish && b->ops->lookup;
+}
+
+oxr_status_t oxr_boot_publish(oxr_boot *b, const void *mine, size_t len, uint64_t *seq)
+{
+	return b->ops->publish(b, mine, len, seq);
+}
+
+oxr_status_t oxr_boot_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len)
+{
+	if (rank < 0 || rank >= b->size)
+		return oxr_err(OXR_ERR_INVAL, "bootstrap lookup: rank %d of %d", rank, b->size);
+	return b->ops->lookup(b, rank, seq, out, len);
+}
+
+void oxr_boot_hold(oxr_boot *b)
+{
+	b->refs++;
+}
+
+void oxr_boot_release(oxr_boot *b)
+{
+	if (b && --b->refs == 0 && b->closed) {
+		b->closed = 0;
+		oxr_boot_close(b);
+	}
 }

@@ -10,6 +10,11 @@ struct oxr_boot_ops {
 	oxr_status_t (*allgather)(oxr_boot *b, const void *mine, size_t len, void *all);
 	oxr_status_t (*barrier)(oxr_boot *b);
 	void (*close)(oxr_boot *b);
+	/* optional, a store each rank reads one peer from (PMIx's direct
+	 * modex): publish puts this rank's bytes and returns once every rank
+	 * has (*seq names the round); lookup reads one rank's, when needed */
+	oxr_status_t (*publish)(oxr_boot *b, const void *mine, size_t len, uint64_t *seq);
+	oxr_status_t (*lookup)(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len);
 };
 
 struct oxr_boot {
@@ -17,7 +22,18 @@ struct oxr_boot {
 	int kind, rank, size;
 	uint8_t token[OXR_TOKEN_BYTES];
 	void *impl; /* the implementation's own state */
+	int refs;   /* groups that still look endpoints up in it */
+	int closed; /* oxr_boot_close came while refs > 0: the last release closes */
 };
+
+/* boot.c, for groups that look their peers up on first use: whether b can,
+ * its publish and lookup, and a reference that keeps b open (an
+ * oxr_boot_close before the group ends then waits for the release). */
+int oxr_boot_can_lookup(const oxr_boot *b);
+oxr_status_t oxr_boot_publish(oxr_boot *b, const void *mine, size_t len, uint64_t *seq);
+oxr_status_t oxr_boot_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len);
+void oxr_boot_hold(oxr_boot *b);
+void oxr_boot_release(oxr_boot *b);
 
 /* Each fills b (ops, rank, size, token, impl) or returns an error saying why
  * it cannot run here.  boot.c chooses which to call. */

@@ -255,6 +255,26 @@ static oxr_status_t pmix_allgather(oxr_boot *b, const void *mine, size_t len, vo
 	return status;
 }
 
+/* Direct modex: each rank puts its blob and a fence without data makes
+ * sure all have; a peer's blob is fetched by PMIx_Get when a link to it
+ * opens, so a rank reads the endpoints it uses, not all P. */
+static oxr_status_t pmix_publish(oxr_boot *b, const void *mine, size_t len, uint64_t *seq)
+{
+	struct boot_pmix *p = b->impl;
+	oxr_status_t status;
+
+	*seq = p->seq++;
+	status = put_blob(*seq, mine, len);
+	if (!status)
+		status = commit();
+	return status ? status : fence(p, false);
+}
+
+static oxr_status_t pmix_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len)
+{
+	return get_blob(b, rank, seq, out, len);
+}
+
 static oxr_status_t pmix_barrier(oxr_boot *b)
 {
 	return fence(b->impl, false);
@@ -272,6 +292,8 @@ static const struct oxr_boot_ops pmix_ops = {
 	.allgather = pmix_allgather,
 	.barrier = pmix_barrier,
 	.close = pmix_close,
+	.publish = pmix_publish,
+	.lookup = pmix_lookup,
 };
 
 static oxr_status_t job_size(struct boot_pmix *p, int *size)

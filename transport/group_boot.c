@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A group from the bootstrap.  Every rank listens and the endpoints go
- * round in one allgather.  Then, by default (OXR_LINKS=ondemand), nothing
+ * round in one allgather.  Then, on demand (OXR_LINKS=ondemand), nothing
  * more: links open on first use (link_demand.c), and the listener joins
- * the group's epoll set.  OXR_LINKS=eager wires every pair now: rank i
+ * the group's epoll set.  Under PMIx on demand not even the allgather:
+ * each rank publishes its endpoint and reads a peer's when its link
+ * opens (direct modex), so a rank fetches the endpoints it uses.  OXR_LINKS=eager wires every pair now: rank i
  * connects to every lower rank in turn and accepts every higher one, in
  * whatever order they come.  No cycle of waits: a rank accepts as soon as
  * its own connects are done, and rank 0 connects to nobody, so by induction
@@ -23,6 +25,7 @@
 #include "transport_impl.h"
 #include "link_open.h"
 #include "provider.h"
+#include "boot_impl.h"
 
 #define endpoint oxr_endpoint
 
@@ -103,13 +106,21 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 		return st;
 	oxr_boot_token(b, token);
 	oxr_group_set_token(g, token, sizeof(token));
+	/* calloc: untouched pages of it cost nothing, as a lookup fills it */
 	all = calloc((size_t)g->size, sizeof(*all));
 	st = all ? oxr_link_listen(g, 0, &port) : oxr_err(OXR_ERR_NOMEM, "group: out of memory");
 	if (st == OXR_OK) {
 		memcpy(me.host, host, strlen(host));
 		oxr_store32(me.port, (uint32_t)port, OXR_ORDER_LITTLE);
 		me.order = oxr_order_byte(c->order);
-		st = oxr_boot_allgather(b, &me, sizeof(me), all);
+		if (!eager(c) && oxr_boot_can_lookup(b)) {
+			st = oxr_boot_publish(b, &me, sizeof(me), &g->boot_seq);
+			all[g->rank] = me;
+			g->boot = b;
+			oxr_boot_hold(b);
+		} else {
+			st = oxr_boot_allgather(b, &me, sizeof(me), all);
+		}
 	}
 	if (st == OXR_OK && eager(c)) {
 		st = wire(g, all, port);
@@ -123,8 +134,9 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 		oxr_group_destroy(g);
 		return st;
 	}
-	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s, links %s)",
-		g->rank, g->size, c->transport, oxr_boot_name(b), eager(c) ? "eager" : "on demand");
+	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s, links %s%s)",
+		g->rank, g->size, c->transport, oxr_boot_name(b), eager(c) ? "eager" : "on demand",
+		g->boot ? ", endpoints looked up on first use" : "");
 	*out = g;
 	return OXR_OK;
 }

@@ -38,6 +38,7 @@
 #include "link_open.h"
 #include "provider.h"
 #include "tcp/tcp_socket.h"
+#include "boot_impl.h"
 
 #define RETRY_MS 10    /* after BUSY: a reset ends in a few round trips */
 #define ACCEPT_BURST 64 /* connects taken per listener event */
@@ -92,13 +93,42 @@ static struct link *driven(oxr_group *g, struct oxr_hs *h)
 	return l && l->hs == h ? l : NULL;
 }
 
+/* The peer's endpoint: in the table, or looked up in the bootstrap the
+ * first time (port 0: not yet; a listener's port is never 0). */
+static oxr_status_t endpoint(oxr_group *g, int peer, const struct oxr_endpoint **out)
+{
+	struct oxr_endpoint *e = &g->eps[peer];
+	oxr_status_t st;
+
+	*out = e;
+	if (oxr_load32(e->port, OXR_ORDER_LITTLE) || !g->boot)
+		return OXR_OK;
+	st = oxr_boot_lookup(g->boot, peer, g->boot_seq, e, sizeof(*e));
+	if (st == OXR_OK && (!oxr_load32(e->port, OXR_ORDER_LITTLE) ||
+			     memchr(e->host, 0, sizeof(e->host)) == NULL)) {
+		memset(e, 0, sizeof(*e));
+		st = oxr_err(OXR_ERR_PROTO, "the endpoint rank %d published is malformed", peer);
+	}
+	if (st)
+		return oxr_err(st, "rank %d: looking up rank %d's endpoint: %s", g->rank, peer,
+			       oxr_errmsg());
+	oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: looked up rank %d's endpoint in the bootstrap",
+		g->rank, peer);
+	return OXR_OK;
+}
+
 /* The link's byte order as its handshake will settle it (both ends' bytes
- * are known from the endpoints): sends queue before it opens. */
+ * are known from the endpoints): sends queue before it opens.  An endpoint
+ * that cannot be looked up leaves the host's order, which the handshake's
+ * order bytes then confirm or the link fails. */
 static void opening(oxr_group *g, struct link *l, int peer)
 {
+	const struct oxr_endpoint *e;
+
 	l->peer = peer;
 	l->mode = OXR_LINK_AUTH;
-	(void)oxr_order_resolve(oxr_order_byte(g->ctx->order), g->eps[peer].order, &l->order);
+	if (endpoint(g, peer, &e) == OXR_OK)
+		(void)oxr_order_resolve(oxr_order_byte(g->ctx->order), e->order, &l->order);
 	oxr_link_to(l, LINK_OPENING);
 }
 
@@ -170,17 +200,22 @@ static void run(oxr_group *g, struct oxr_hs *h)
 
 static oxr_status_t start_out(oxr_group *g, struct link *l, int peer)
 {
-	const struct oxr_endpoint *e = &g->eps[peer];
+	const struct oxr_endpoint *e;
 	char host[sizeof(e->host) + 1], addr[80];
-	int port = (int)oxr_load32(e->port, OXR_ORDER_LITTLE), fd;
+	int port, fd;
 	struct oxr_hs *h;
 	oxr_status_t st;
 
+	if (l->state == LINK_NONE)
+		opening(g, l, peer);
+	if ((st = endpoint(g, peer, &e))) {
+		oxr_link_fail(g, l, st, "%s", oxr_errmsg());
+		return oxr_err(st, "%s", l->errmsg);
+	}
+	port = (int)oxr_load32(e->port, OXR_ORDER_LITTLE);
 	memcpy(host, e->host, sizeof(e->host));
 	host[sizeof(e->host)] = 0;
 	snprintf(addr, sizeof(addr), "%s:%d", host, port);
-	if (l->state == LINK_NONE)
-		opening(g, l, peer);
 	st = oxr_tcp_connect_start(host, port, &fd);
 	if (st == OXR_OK)
 		st = oxr_hs_start(g, fd, OXR_LINK_AUTH, 0, peer, addr, 1, g->ctx->link_timeout_ms, &h);
@@ -363,4 +398,6 @@ void oxr_demand_free(oxr_group *g)
 	g->hs_cap = g->nhs = 0;
 	free(g->eps);
 	g->eps = NULL;
+	oxr_boot_release(g->boot);
+	g->boot = NULL;
 }

@@ -31,6 +31,7 @@
 #include <sys/epoll.h>
 
 #include "oxr_internal.h"
+#include "boot_impl.h"
 #include "link.h"
 #include "link_open.h"
 #include "provider.h"
@@ -223,6 +224,10 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		for (p = 0, n = 0; p < g->size; p++)
 			if (has(alive, p))
 				g->eps[n++] = g->eps[p];
+		/* the bootstrap knows the old ranks; open_all has read every
+		 * survivor's endpoint already */
+		oxr_boot_release(g->boot);
+		g->boot = NULL;
 	}
 	free(g->links);
 	g->links = nl;

@@ -109,6 +109,8 @@ struct oxr_group {
 	 * epoll set, the handshakes in flight (slots of an epoll key), the links
 	 * that wait for a retry or for the peer's open */
 	struct oxr_endpoint *eps;
+	struct oxr_boot *boot;  /* held: eps fills from its lookups (NULL: eps is whole) */
+	uint64_t boot_seq;      /* the round its endpoints were published in */
 	int demand_lfd;
 	struct oxr_hs **hs;
 	int nhs, hs_cap, nwaiting;

@@ -329,6 +329,32 @@ Test(group, the_ring_example_at_32_ranks_opens_only_its_32_links_on_demand_shm)
 }
 
 #ifdef OXR_HAVE_PMIX
+/* PMIx with links on demand: no allgather of endpoints (direct modex), a
+ * rank looks up the two neighbours of the ring, and holds at most 2 links. */
+Test(group, the_ring_example_under_mpirun_looks_up_only_the_endpoints_it_uses)
+{
+	const char *argv[] = { "mpirun", "-np", "8", "--oversubscribe", "--bind-to", "none",
+			       OXR_BIN_DIR "/ring", NULL };
+	const char *env[] = { "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+			      "OMPI_MCA_btl=self", "OXR_LINKS=ondemand", "OXR_LOG_LEVEL=debug",
+			      NULL };
+	struct run r = spawn_run(argv, env, NULL, 300);
+	int i, looked;
+
+	cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.out, "got 28, want 28: ok"), "%s", r.out);
+	cr_assert_eq(count_of(r.err, "links on demand, endpoints looked up on first use)"), 8, "%s",
+		     r.err);
+	for (i = 0; i < 8; i++) {
+		char me[48];
+		snprintf(me, sizeof(me), "rank %d: looked up rank ", i);
+		looked = count_of(r.err, me);
+		cr_assert(looked >= 1 && looked <= 2, "rank %d looked up %d endpoints:\n%s", i,
+			  looked, r.err);
+	}
+	run_free(&r);
+}
+
 PROVIDER_TEST(group, the_same_group_under_mpirun_pmix)
 {
 	const char *argv[] = { "mpirun", "-np", "4", "--oversubscribe", "--bind-to", "none",
