@@ -82,19 +82,22 @@ static double su_proc_kib(const char *path, const char *key)
 	return v;
 }
 
-/* Open descriptors, less the one that reads the folder. */
+static int su_not_dot(const struct dirent *e)
+{
+	return e->d_name[0] != '.';
+}
+
+/* Open descriptors, less the one scandir reads the folder with. */
 static double su_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
+	struct dirent **names;
+	int n = scandir("/proc/self/fd", &names, su_not_dot, NULL), i;
 
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	if (n >= 0)
+		free(names);
+	return n < 0 ? -1 : n - 1;
 }
 
 /* This rank's figures now; links from the caller (-1: not known). */
