@@ -185,7 +185,13 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 		g->rank, peer, addr, hs->order ? "little" : "network",
 		mode == OXR_LINK_AUTH ? "auth" : "openxm", ops->name,
 		hs->same_host > 0 ? "this host" : hs->same_host ? "host unknown" : "another host");
+	if (ops->attached)
+		ops->attached(g, l);
 	oxr_link_opened(g, l);
+	/* what arrived before the attach raised its event then, unheard: read it
+	 * now, after the link's own frames and queued sends went out */
+	if (link_up(l) && oxr_link_buffered(l))
+		oxr_link_read(g, l);
 	return OXR_OK;
 }
 

@@ -67,6 +67,10 @@ struct oxr_link_ops {
 	void (*destroy)(oxr_group *g, void *priv);
 	/* the link's peer has a new rank (a shrink renumbered the group) */
 	void (*renumber)(void *priv, int peer);
+	/* the handshake attached the link (it is OPEN, its priv the link's): what
+	 * the peer wrote before, while this side's handshake was still ending,
+	 * is taken now; oxr_link_attach then reads it if buffered says so */
+	void (*attached)(oxr_group *g, struct link *l);
 	/* OXR_LINK_CAP_PUT: writes src[0..len) at raddr/rkey of the peer and
 	 * returns once the peer's side has it, so what the link sends later
 	 * lands later; a refusal fails the put, not the link */

@@ -13,7 +13,8 @@
  *     barrier fails with an error naming it (or a revoke), none hangs.
  *
  * OXR_SCALE_RANKS=N runs the two 256-rank cases at N ranks instead (a quick
- * local check: N = 8, 32).  The suite runs one test at a time (CMake gives
+ * local check: N = 8, 32); OXR_SCALE_TRANSPORT=verbs|shm their ranks on
+ * another transport than tcp (ci/verbs-suite: 8 ranks on rxe0).  The suite runs one test at a time (CMake gives
  * it --jobs 1): 256 processes already oversubscribe the 2 cores CI has.
  */
 #include <criterion/criterion.h>
@@ -46,7 +47,9 @@ static struct run run_scale(int n, const char *mode, int survive, const char *ex
 {
 	char nbuf[16], tbuf[16];
 	const char *argv[12] = { RUN, "-n", nbuf, "--timeout", tbuf };
-	const char *env[] = { "OXR_TRANSPORT=tcp", "OXR_LOG_LEVEL=error", extra_env, NULL };
+	const char *tr = getenv("OXR_SCALE_TRANSPORT");
+	char trbuf[48];
+	const char *env[] = { trbuf, "OXR_LOG_LEVEL=error", extra_env, NULL };
 	struct run r;
 	int k = 5;
 
@@ -59,6 +62,7 @@ static struct run run_scale(int n, const char *mode, int survive, const char *ex
 	argv[k] = NULL;
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(tbuf, sizeof(tbuf), "%d", RUN_TIMEOUT_S);
+	snprintf(trbuf, sizeof(trbuf), "OXR_TRANSPORT=%s", tr && *tr ? tr : "tcp");
 	r = spawn_run(argv, env, NULL, SPAWN_TIMEOUT_S);
 	cr_log_info("scale %s at %d ranks%s%s: %.1f s, exit %d", mode, n, extra_env ? ", " : "",
 		    extra_env ? extra_env : "", r.secs, r.rc);

@@ -89,6 +89,11 @@ struct vgroup {
 	struct ibv_cq *cq;
 	int cqe;
 	unsigned unacked;  /* CQ events taken, not yet acknowledged */
+	/* Links whose handshake has not attached them yet.  Each side attaches
+	 * once it has the peer's ready, so the side that gets it first writes
+	 * while the other's link is still OPENING; those completions are
+	 * held for the link (hold_wc), not dropped as a gone QP's. */
+	struct vlink *pending;
 };
 
 struct vlink {
@@ -135,6 +140,11 @@ struct vlink {
 	size_t sd_len;
 	struct ibv_mr *sd_mr;  /* remote read, this piece only */
 	int sd_wait, sd_fin;
+	/* before the link is attached (struct vgroup's pending) */
+	struct vlink *pend_next;
+	int pending, held_over;
+	struct ibv_wc *held;   /* its completions so far, in order */
+	uint32_t nheld, held_cap;
 };
 
 struct oxr_prov_mr {
@@ -248,6 +258,12 @@ void oxr_vgroup_destroy(oxr_group *g)
 
 	if (!vg)
 		return;
+	while (vg->pending) {
+		struct vlink *v = vg->pending;
+		vg->pending = v->pend_next;
+		v->pend_next = NULL;
+		v->pending = 0;
+	}
 	if (vg->unacked)
 		ibv_ack_cq_events(vg->cq, vg->unacked);
 	epoll_ctl(g->epfd, EPOLL_CTL_DEL, vg->ch->fd, NULL);
@@ -273,10 +289,28 @@ static oxr_status_t post_recvs(struct vlink *v, uint32_t n)
 					      : OXR_OK;
 }
 
+/* v leaves the group's pending links (attached, or gone with its handshake). */
+static void unpend(oxr_group *g, struct vlink *v)
+{
+	struct vlink **pp;
+
+	if (!v->pending)
+		return;
+	v->pending = 0;
+	for (pp = vgr(g) ? &vgr(g)->pending : NULL; pp && *pp; pp = &(*pp)->pend_next)
+		if (*pp == v) {
+			*pp = v->pend_next;
+			break;
+		}
+	v->pend_next = NULL;
+}
+
 static void vlink_free(oxr_group *g, struct vlink *v)
 {
 	size_t ring = (size_t)v->nslots * v->slot;
 
+	unpend(g, v);
+	free(v->held);
 	oxr_vwqp_free(g, v->w);
 	if (v->qp)
 		oxr_vdestroy_qp(v->qp);
@@ -398,6 +432,9 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 		vlink_free(g, v);
 		return st;
 	}
+	v->pending = 1; /* the QP made the group's CQ (vgroup_get) */
+	v->pend_next = vgr(g)->pending;
+	vgr(g)->pending = v;
 	/* receives go up before the offer leaves, so the peer's first write finds one */
 	for (i = 0, n = v->nslots + ctl_wrs(v->nslots) + RECV_BATCH; i < n; i += RECV_BATCH)
 		if ((st = post_recvs(v, n - i < RECV_BATCH ? n - i : RECV_BATCH))) {
@@ -1050,6 +1087,57 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 	}
 }
 
+/* A completion of a link not attached yet, kept for oxr_vlink_attached:
+ * dropping it would lose the slot it says arrived (and its credits), and
+ * the ring's next completion would name the wrong slot.  1: held. */
+static int hold_wc(oxr_group *g, const struct ibv_wc *wc)
+{
+	struct vlink *v;
+
+	for (v = vgr(g)->pending; v; v = v->pend_next)
+		if (v->qp && v->qp->qp_num == wc->qp_num)
+			break;
+	if (!v)
+		return 0;
+	if (!v->held) {
+		/* no more than the receive WRs posted: this side wrote nothing
+		 * yet, so the peer got no credits back beyond the ring's */
+		v->held_cap = v->nslots + ctl_wrs(v->nslots) + RECV_BATCH;
+		v->held = calloc(v->held_cap, sizeof(*v->held));
+	}
+	if (!v->held || v->nheld == v->held_cap)
+		v->held_over = 1;
+	else
+		v->held[v->nheld++] = *wc;
+	return 1;
+}
+
+void oxr_vlink_attached(oxr_group *g, struct link *l)
+{
+	struct vlink *v = vl(l);
+	uint32_t i;
+	int rd, wr;
+
+	if (!v)
+		return;
+	unpend(g, v);
+	if (v->nheld)
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: %u completions of the link to rank %d came "
+			"before it was attached", g->rank, v->nheld, oxr_link_peer(l));
+	if (v->held_over) {
+		oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: more completions before "
+			      "the link was attached than it had receives posted", oxr_link_peer(l));
+		return;
+	}
+	for (i = 0; i < v->nheld && oxr_link_up(l); i++)
+		completion(g, &v->held[i], oxr_link_peer(l), &rd, &wr);
+	free(v->held);
+	v->held = NULL;
+	v->nheld = v->held_cap = 0;
+	/* the slots they say arrived are read once the link is announced
+	 * (oxr_link_attach reads a link with bytes buffered) */
+}
+
 oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 {
 	struct ibv_wc wc[32];
@@ -1071,6 +1159,10 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 			continue;
 		}
 		peers[i] = wc_peer(g, &wc[i]);
+		if (peers[i] < 0 && hold_wc(g, &wc[i])) {
+			want[i] = 0;
+			continue;
+		}
 		completion(g, &wc[i], peers[i], &rd, &wr);
 		want[i] = (uint8_t)(rd | wr << 1);
 	}

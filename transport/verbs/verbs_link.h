@@ -102,6 +102,8 @@ oxr_status_t oxr_vlink_connect_cm(oxr_group *g, struct vlink *v,
  * followed by exit must not lose its bytes). */
 void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms);
 void oxr_vlink_destroy(oxr_group *g, struct vlink *v);
+/* l is attached: the completions its QP had before are taken now. */
+void oxr_vlink_attached(oxr_group *g, struct link *l);
 
 /* The OX stream, with recv(2)/sendmsg(2) conventions: -1 with errno EAGAIN
  * when nothing can move now. */

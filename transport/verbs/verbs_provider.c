@@ -113,6 +113,7 @@ const struct oxr_link_ops oxr_verbs_link_ops = {
 	.drain = oxr_vlink_drain,
 	.destroy = v_destroy,
 	.renumber = v_renumber,
+	.attached = oxr_vlink_attached,
 	.put = oxr_vlink_write,
 	.put_note = oxr_vlink_put_note,
 };
