@@ -29,6 +29,7 @@ static const struct {
 	{ OXR_OX_PRIVATE_PUT, oxr_window_frame },   /* a put in the stream */
 	{ OXR_OX_PRIVATE_REVOKE, oxr_revoke_frame },
 	{ OXR_OX_PRIVATE_BYE, oxr_revoke_frame },
+	{ OXR_OX_PRIVATE_RESET, oxr_reset_frame },
 	{ OXR_OX_PRIVATE_SHRINK, oxr_shrink_frame },
 	{ OXR_OX_PRIVATE_BEAT, beat },
 };

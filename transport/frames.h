@@ -19,6 +19,7 @@ enum {
 	OXR_OX_PRIVATE_BEAT = OXR_OX_PRIVATE_FIRST + 6,   /* "still here" (OXR_HEARTBEAT_MS) */
 	/* + 7: retired (a put fence, before puts on verbs left the stream) */
 	OXR_OX_PRIVATE_WQP = OXR_OX_PRIVATE_FIRST + 8,    /* verbs: a window QP's offer or readiness */
+	OXR_OX_PRIVATE_RESET = OXR_OX_PRIVATE_FIRST + 9,  /* a round of a reset's agreement */
 };
 
 #endif

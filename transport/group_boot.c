@@ -61,9 +61,8 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 
 static int eager(const oxr_ctx *c)
 {
-	/* auto is eager for now: revoke and reset under on-demand links do not
-	 * yet reach ranks that hold no link (test_revoke's kill and flood cases
-	 * fail with OXR_LINKS=ondemand); OXR_VERBS_CM=rdmacm needs eager (its
+	/* auto is eager for now: a shrink under on-demand links still opens
+	 * every link (shrink.c's open_all); OXR_VERBS_CM=rdmacm needs eager (its
 	 * connect blocks on the peer) */
 	if (c->params.links == LINKS_AUTO)
 		return 1;

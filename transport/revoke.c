@@ -12,11 +12,13 @@
  * so the stream stays whole for a reset), incoming messages and puts are
  * discarded, and the rank forwards one REVOKE frame to every other open
  * authenticated link.  Forwarding to all peers, not along a binomial
- * graph: groups are fully linked, so one hop reaches every survivor
- * whichever ranks died, with nothing to route around; the price, n - 1
- * frames a rank, matters only at thousands of ranks.  Each rank forwards
- * exactly once per epoch, so the flood ends.  Frames of an older epoch are
- * dropped (the reset that ended that epoch already cleared it).
+ * graph: eagerly linked groups are fully linked, so one hop reaches every
+ * survivor whichever ranks died, with nothing to route around; the price,
+ * n - 1 frames a rank, matters only at thousands of ranks (groups whose
+ * links open on demand forward over an overlay, forward_overlay).  Each
+ * rank forwards exactly once per epoch, so the flood ends.  Frames of an
+ * older epoch are dropped (the reset that ended that epoch already cleared
+ * it).
  *
  * Reset: every rank writes OX_SYNC_BALL on each of its links, then reads
  * each link up to the peer's OX_SYNC_BALL, discarding what came before.
@@ -24,10 +26,14 @@
  * block; here a blocked write keeps reading, so writing all balls first
  * and then reading cannot deadlock.  On OpenXM links (an ox_asir may be at
  * the other end) balls go only upwards, as in asir: a rank reads each lower
- * rank's ball and writes one to each higher rank (ball_in, ball_out).  Then the epoch goes up, the revoke is
- * cleared, and every window is re-keyed with the new epoch (on verbs a new
- * registration, so an rkey of the old epoch is dead at the HCA, and new
- * window QPs, so no write posted in the old epoch can reach the new).
+ * rank's ball and writes one to each higher rank (ball_in, ball_out).
+ * Where links open on demand a rank holds few of them, so the balls drain
+ * those it holds and an agreement over the revoke's overlay (below) waits
+ * for every rank and fails the reset on a dead one.  Then the epoch goes
+ * up, the revoke is cleared, and every window is re-keyed with the new
+ * epoch (on verbs a new registration, so an rkey of the old epoch is dead
+ * at the HCA, and new window QPs, so no write posted in the old epoch can
+ * reach the new).
  *
  * Invariant: nothing of epoch e is delivered in epoch e + 1.  A link is a
  * stream, and the peer's ball separates its epochs on it: what came before
@@ -260,7 +266,112 @@ struct balls {
 	oxr_group *g;
 	oxr_status_t st;
 	char msg[512]; /* st's message: the wait goes on after it */
+	int rounds;    /* of the agreement: this rank's sent so far */
 };
+
+/* ---- the reset's agreement (groups that open links on demand) -------- */
+
+/*
+ * Balls drain only the links that are open, and under links on demand a
+ * rank may hold none to most of the group, so balls alone neither wait for
+ * every rank nor see a dead one.  That is agreed on beside them, by a
+ * dissemination barrier (Hensgen, Finkel and Manber) over the revoke's
+ * overlay: round k goes to rank + 2^k once round k - 1 came from
+ * rank - 2^(k-1), for k < ceil(log2 P).  After the last round every rank
+ * has heard, along some chain, from every rank, so none ends its reset
+ * before all are in theirs.  Each round names the first failed rank its
+ * sender knows of; a rank whose partner's link fails (opening it is how a
+ * dead partner shows) sends on naming it, so every chain through a dead
+ * rank carries its failure and every survivor's reset fails with
+ * OXR_ERR_PEER in rounds, not by a timeout.  A reset does not end while a
+ * round's link is still opening: the partner, still in this epoch, would
+ * refuse the next epoch's handshake and wait for the round forever.
+ * Rounds are kept by epoch parity: a peer that ended this reset may send
+ * the next one's before this rank has ended it; none can be two ahead.
+ * Per rank: ceil(log2 P) frames of 3 integers, 2 ceil(log2 P) links at
+ * most, all of them links of the revoke's overlay.
+ */
+static int agree_rounds(const oxr_group *g)
+{
+	int k = 0;
+
+	while (k < 31 && 1 << k < g->size)
+		k++;
+	return g->eps ? k : 0; /* a fully linked group's balls are the agreement */
+}
+
+static int agree_partner(const oxr_group *g, int k, int dir)
+{
+	return (int)(((int64_t)g->rank + dir * ((int64_t)1 << k) % g->size + g->size) % g->size);
+}
+
+/* The first failure named in epoch e's agreement is the one it reports. */
+static void agree_fail(oxr_group *g, uint32_t e, int failed)
+{
+	if (failed >= 0 && !g->agree_failed[e & 1])
+		g->agree_failed[e & 1] = failed + 1;
+}
+
+void oxr_reset_forget(oxr_group *g)
+{
+	memset(g->agree_got, 0, sizeof(g->agree_got));
+	memset(g->agree_failed, 0, sizeof(g->agree_failed));
+}
+
+oxr_status_t oxr_reset_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
+{
+	uint32_t v[3];
+	int32_t failed;
+
+	if (l->mode != OXR_LINK_AUTH || !oxr_frame_ints(m->cmo, 3, 3, v) || v[1] >= 31)
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed reset round", l->peer);
+	failed = (int32_t)v[2];
+	if ((v[0] != g->epoch && v[0] != g->epoch + 1) || failed < -1 || failed >= g->size) {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a reset round of epoch %u from rank %d "
+			"dropped (this rank is at %u)", g->rank, v[0], l->peer, g->epoch);
+		return OXR_OK;
+	}
+	g->agree_got[v[0] & 1] |= 1u << v[1];
+	agree_fail(g, v[0], failed);
+	return OXR_OK;
+}
+
+/* 1 once every round came and went; sends the rounds that may go now. */
+static int agreed(struct balls *b)
+{
+	oxr_group *g = b->g;
+	int n = agree_rounds(g), s = g->epoch & 1, k;
+
+	for (; b->rounds <= n; b->rounds++) {
+		if (b->rounds > 0 && !(g->agree_got[s] & 1u << (b->rounds - 1))) {
+			int src = agree_partner(g, b->rounds - 1, -1);
+			struct link *l = &g->links[src];
+			if (!link_down(l)) {
+				if (l->state == LINK_NONE) /* a dead partner shows only so */
+					(void)oxr_link_want(g, src);
+				return 0;
+			}
+			agree_fail(g, g->epoch, src);
+		}
+		if (b->rounds < n) {
+			uint32_t v[3] = { g->epoch, (uint32_t)b->rounds,
+					  (uint32_t)(g->agree_failed[s] - 1) };
+			/* a dead partner's link fails: its successors find it */
+			(void)oxr_send_ints(g, agree_partner(g, b->rounds, 1), OXR_OX_PRIVATE_RESET,
+					    3, v);
+		}
+	}
+	for (k = 0; k < n; k++)
+		if (g->links[agree_partner(g, k, 1)].state == LINK_OPENING)
+			return 0;
+	if (g->agree_failed[s] && b->st == OXR_OK) {
+		b->st = OXR_ERR_PEER;
+		snprintf(b->msg, sizeof(b->msg), "reset: rank %d failed (a reset needs every rank; "
+			 "a group without it needs a new group of the survivors)",
+			 g->agree_failed[s] - 1);
+	}
+	return 1;
+}
 
 /*
  * Which way balls go on link p: both ways on oxr's own links; on OpenXM
@@ -322,7 +433,7 @@ static int all_balls(void *arg)
 	}
 	/* a link whose handshake is past its epoch check opens in this epoch:
 	 * its ball is owed too (oxr_reset_link_opened) */
-	return all && !oxr_demand_committed(g);
+	return agreed(b) && all && !oxr_demand_committed(g);
 }
 
 void oxr_reset_link_opened(oxr_group *g, struct link *l)
@@ -353,7 +464,7 @@ static void drop_from_above(oxr_group *g)
 
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 {
-	struct balls b = { g, OXR_OK, "" };
+	struct balls b = { g, OXR_OK, "", 0 };
 	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
 	oxr_status_t st = OXR_OK;
 	int p;
@@ -375,9 +486,17 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	if (st == OXR_OK && b.st)
 		st = oxr_err(b.st, "%s", b.msg);
 	if (st) {
+		/* a retry (once a restarted rank stands in for a dead one) must not
+		 * count this try's rounds, nor fail on the failure they named; a
+		 * peer's round of the retry that came before this try ended is lost
+		 * with them, and that retry times out */
+		oxr_reset_forget(g);
 		oxr_group_leave(g);
 		return st;
 	}
+	/* its slot serves the epoch after the next */
+	g->agree_got[g->epoch & 1] = 0;
+	g->agree_failed[g->epoch & 1] = 0;
 	oxr_group_next_epoch(g);
 	g->revoke_st = OXR_OK;
 	g->revoke_failed = -1;

@@ -276,6 +276,10 @@ oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
 
 	if (!alive)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	/* rounds of a reset that failed name the old ranks; a survivor's rounds
+	 * of the reset that ends the shrink need this rank's proposal first, so
+	 * none is lost here */
+	oxr_reset_forget(g);
 	/* who is alive: every rank's link open or failed (O(P) links, for now) */
 	if ((st = open_all(g, timeout_ms))) {
 		free(alive);

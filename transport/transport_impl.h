@@ -116,6 +116,10 @@ struct oxr_group {
 	int nhs, hs_cap, nwaiting;
 	uint64_t handshakes, handshakes_refused;
 	int balls_phase;        /* a reset waits for balls: a link opening now owes one */
+	/* the reset's agreement (revoke.c), by epoch parity: the rounds that
+	 * came (bit k: round k), and the first rank they said failed, + 1 */
+	uint32_t agree_got[2];
+	int agree_failed[2];
 };
 
 struct oxr_req {
@@ -185,6 +189,12 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 int oxr_link_new_epoch(const oxr_group *g, const struct link *l);
 /* A REVOKE or BYE frame from link l. */
 oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* A round of a reset's agreement from link l (groups that open links on
+ * demand). */
+oxr_status_t oxr_reset_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* Forgets the rounds of resets that came (a shrink renumbers the ranks
+ * they were sent by). */
+void oxr_reset_forget(oxr_group *g);
 /* Link l failed (not a peer that said BYE): the group is revoked here and
  * the revoke forwarded; waits fail with OXR_ERR_PEER naming the rank. */
 void oxr_revoke_failed(oxr_group *g, struct link *l);

@@ -433,6 +433,7 @@ static int all(oxr_group *g, int every)
 {
 	oxr_ctx_params was, chain;
 	oxr_arena *a;
+	const char *tr = n > 1 ? NULL : "no link";
 	int root, count = 0;
 
 	CHECK(oxr_arena_create(&a) == OXR_OK, "arena");
@@ -445,6 +446,8 @@ static int all(oxr_group *g, int every)
 		user_op(g, a, root);
 		failures(g, a, root);
 		count++;
+		if (!tr)
+			tr = child_transport(g);
 	}
 	/* the group still works after the failures: and now down the chain */
 	was = *oxr_ctx_get_params(oxr_group_ctx(g));
@@ -459,8 +462,7 @@ static int all(oxr_group *g, int every)
 	CHECK(oxr_ctx_modify(oxr_group_ctx(g), &was) == OXR_OK, "modify back");
 	bcasts(g, a, 0, 0);
 	oxr_arena_destroy(a);
-	printf("rank %d: all ok (%d of %d roots, over %s)\n", rank, count, n,
-	       n > 1 ? oxr_link_transport(g, (rank + 1) % n) : "no link");
+	printf("rank %d: all ok (%d of %d roots, over %s)\n", rank, count, n, tr ? tr : "?");
 	return 0;
 }
 

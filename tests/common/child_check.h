@@ -4,9 +4,9 @@
  * bcast_child, ...): a failed check says which rank, where, what and the
  * last oxr error, and exits 1 (oxr-run then names the rank); die says what
  * failed and the last oxr error, and exits 1; child_join and child_leave
- * open and close a rank's group.  The including file defines
- * `static int rank`, and CHILD_PREFIX for die's messages if it wants one
- * ("boot_child: ").
+ * open and close a rank's group; child_transport names a link's transport.
+ * The including file defines `static int rank`, and CHILD_PREFIX for die's
+ * messages if it wants one ("boot_child: ").
  */
 #ifndef OXR_TEST_CHILD_CHECK_H
 #define OXR_TEST_CHILD_CHECK_H
@@ -70,6 +70,20 @@ static inline void child_leave(struct child_rank *r)
 	oxr_group_destroy(r->g);
 	oxr_ctx_destroy(r->ctx);
 	oxr_boot_close(r->boot);
+}
+
+/* The transport of one of g's open links, NULL while none is.  Under links
+ * on demand nothing is open before its first use, and a rank that is done
+ * closes its links: so ask between a unit of work and the next, where the
+ * work opened some and no peer can have gone yet. */
+static inline const char *child_transport(const oxr_group *g)
+{
+	int ranks = oxr_group_size(g), me = oxr_group_rank(g), d;
+	const char *t = NULL;
+
+	for (d = 1; d < ranks && !t; d++)
+		t = oxr_link_transport(g, (me + d) % ranks);
+	return t;
 }
 
 #endif
