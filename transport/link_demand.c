@@ -235,6 +235,7 @@ static oxr_status_t start_out(oxr_group *g, struct link *l, int peer)
 
 oxr_status_t oxr_link_want(oxr_group *g, int peer)
 {
+	oxr_status_t st;
 	struct link *l;
 
 	if (peer < 0 || peer >= g->size || peer == g->rank)
@@ -251,7 +252,15 @@ oxr_status_t oxr_link_want(oxr_group *g, int peer)
 		return oxr_err(OXR_ERR_INVAL, "no link from rank %d to rank %d is open (this group's "
 			       "links are opened by oxr_link_connect / oxr_link_accept)", g->rank,
 			       peer);
-	return start_out(g, l, peer);
+	if ((st = start_out(g, l, peer)))
+		return st;
+	/* the handshake may have ended already (a dead peer refuses at once):
+	 * nothing may be queued on a link that will never carry it */
+	if (link_down(l)) {
+		oxr_err_keep(l->errmsg);
+		return l->err;
+	}
+	return OXR_OK;
 }
 
 int oxr_demand_claim(oxr_group *g, struct oxr_hs *h, int claimed)
