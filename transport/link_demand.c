@@ -244,18 +244,17 @@ oxr_status_t oxr_link_want(oxr_group *g, int peer)
 	l = &g->links[peer];
 	if (link_up(l) || l->state == LINK_OPENING)
 		return OXR_OK;
-	if (link_down(l)) {
-		oxr_err_keep(l->errmsg);
-		return l->err;
+	if (!link_down(l)) {
+		if (!g->eps)
+			return oxr_err(OXR_ERR_INVAL, "no link from rank %d to rank %d is open (this "
+				       "group's links are opened by oxr_link_connect / "
+				       "oxr_link_accept)", g->rank, peer);
+		if ((st = start_out(g, l, peer)))
+			return st;
 	}
-	if (!g->eps)
-		return oxr_err(OXR_ERR_INVAL, "no link from rank %d to rank %d is open (this group's "
-			       "links are opened by oxr_link_connect / oxr_link_accept)", g->rank,
-			       peer);
-	if ((st = start_out(g, l, peer)))
-		return st;
-	/* the handshake may have ended already (a dead peer refuses at once):
-	 * nothing may be queued on a link that will never carry it */
+	/* down before, or now: the handshake may have ended at once (a dead
+	 * peer refuses on this host), and nothing may be queued on a link that
+	 * will never carry it */
 	if (link_down(l)) {
 		oxr_err_keep(l->errmsg);
 		return l->err;
