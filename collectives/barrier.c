@@ -71,6 +71,18 @@ static oxr_status_t pick_algo(int algo, int env, int n, int *out)
 	return OXR_OK;
 }
 
+/* The core of b's algorithm for the group's current epoch. */
+static int core_init(oxr_barrier_t *b, int algo, int radix)
+{
+	oxr_group *g = b->g;
+
+	if (bar_core_init(&b->c, algo, oxr_group_size(g), oxr_group_rank(g), radix,
+			  oxr_group_epoch(g)))
+		return -1;
+	b->c.fixed_root = oxr_group_links_on_demand(g);
+	return 0;
+}
+
 oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 {
 	oxr_barrier_t *b;
@@ -100,8 +112,7 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	b->rbits = calloc((size_t)(n + 63) / 64, 8);
 	b->sbuf = calloc(1, b->slot);
 	if (!b->mem || !b->rbits || !b->sbuf ||
-	    bar_core_init(&b->c, a == OXR_BARRIER_BITMAP ? BAR_ALG_BITMAP : BAR_ALG_DISSEM, n,
-			  oxr_group_rank(g), (int)radix, oxr_group_epoch(g))) {
+	    core_init(b, a == OXR_BARRIER_BITMAP ? BAR_ALG_BITMAP : BAR_ALG_DISSEM, (int)radix)) {
 		oxr_barrier_destroy(b);
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	}
@@ -243,10 +254,10 @@ static int dead_peer(oxr_barrier_t *b)
  */
 static oxr_status_t new_epoch(oxr_barrier_t *b)
 {
-	int algo = b->c.algo, n = b->c.n, rank = b->c.rank, radix = b->c.radix;
+	int algo = b->c.algo, n = b->c.n, radix = b->c.radix;
 
 	bar_core_free(&b->c);
-	if (bar_core_init(&b->c, algo, n, rank, radix, oxr_group_epoch(b->g)))
+	if (core_init(b, algo, radix))
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	b->err = 0;
 	return OXR_OK;

@@ -33,6 +33,7 @@ typedef struct bar_msg {
 
 typedef struct bar_core {
 	int algo, n, rank, radix, nwords, rounds;
+	int fixed_root;       /* bitmap: every barrier rooted at rank 0 (links on demand) */
 	uint32_t epoch, seq;  /* the barrier in progress, or the next one to enter */
 	int entered;
 	int failed, failed_rank;

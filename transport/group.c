@@ -240,6 +240,11 @@ int oxr_link_is_open(const oxr_group *g, int peer)
 	return peer >= 0 && peer < g->size && link_up(&g->links[peer]);
 }
 
+int oxr_group_links_on_demand(const oxr_group *g)
+{
+	return g && g->eps;
+}
+
 int oxr_link_lost(oxr_group *g, int peer)
 {
 	if (peer < 0 || peer >= g->size || peer == g->rank)

@@ -144,6 +144,11 @@ OXR_API int oxr_link_is_open(const oxr_group *g, int peer);
  * open on first use, a link not open yet starts opening here, so a rank
  * that waits on a peer which never wrote to it still learns of its death. */
 OXR_API int oxr_link_lost(oxr_group *g, int peer);
+/* 1 if the group's links open on first use (a booted group under
+ * OXR_LINKS=ondemand), 0 if they were all opened at boot or by hand.  An
+ * algorithm free to vary its partners keeps them fixed then: each new
+ * partner is a handshake and a link held until the group ends. */
+OXR_API int oxr_group_links_on_demand(const oxr_group *g);
 /* "verbs" or "tcp": what carries the link's stream; NULL when no link is open. */
 OXR_API const char *oxr_link_transport(const oxr_group *g, int peer);
 /* Where the peer of an authenticated link runs: 1 on this host (the same

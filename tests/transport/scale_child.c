@@ -14,7 +14,11 @@
  *       barrier, the binomial bcast and reduce, the crystal router's stages
  *       at a power of 2) and the ring's neighbours, whatever P.  Under
  *       OXR_LINKS=eager every link opens at boot and the bound is not
- *       checked (the line says so).  A final barrier, then
+ *       checked (the line says so).  A final barrier; then the default
+ *       barrier (bitmap above 2 ranks), 2 ceil(log2 P) + 1 times: the
+ *       barriers after its first must open no link (on demand its tree keeps
+ *       its root; rooted at rank s mod P each barrier would bring new
+ *       partners).  Then
  *       `rank R: scale collectives ok (links_open L <= bound B; fds F, ...)`,
  *       or `rank R: scale collectives FAILED: links_open L > bound B ...` and
  *       exit 1 (every rank still reaches the final barrier and says its
@@ -191,10 +195,29 @@ static void ring_check(oxr_group *g, oxr_arena *a, int n)
 	oxr_rmsg_free(in);
 }
 
+/* The handshakes (links opened, by either end) of the default barrier
+ * after its first barrier: links also close meanwhile, as ranks done with
+ * their last barrier leave. */
+static int default_barriers(oxr_group *g, int n)
+{
+	oxr_group_counters c1, c2;
+	oxr_barrier_t *b;
+	int i;
+
+	CHECK(oxr_barrier_create(g, OXR_BARRIER_DEFAULT, &b) == OXR_OK, "default barrier create");
+	CHECK(oxr_barrier(b, TMO_MS) == OXR_OK, "default barrier");
+	CHECK(oxr_group_stats(g, &c1) == OXR_OK, "group stats");
+	for (i = 0; i < 2 * ceil_log2(n); i++)
+		CHECK(oxr_barrier(b, TMO_MS) == OXR_OK, "default barrier again");
+	CHECK(oxr_group_stats(g, &c2) == OXR_OK, "group stats");
+	oxr_barrier_destroy(b);
+	return (int)(c2.handshakes - c1.handshakes);
+}
+
 static int collectives(struct child_rank *me)
 {
 	oxr_group *g = me->g;
-	int n = oxr_group_size(g), bound = link_bound(n), got, over;
+	int n = oxr_group_size(g), bound = link_bound(n), got, over, more;
 	const char *links = getenv("OXR_LINKS");
 	int eager = links && !strcmp(links, "eager");
 	oxr_group_counters gc;
@@ -222,10 +245,16 @@ static int collectives(struct child_rank *me)
 
 	/* every rank gets here and says its figures, over the bound or not */
 	CHECK(oxr_barrier(b, TMO_MS) == OXR_OK, "final barrier");
+	more = default_barriers(g, n);
 	ms = (now_us() - t0) / 1000;
 	oxr_crystal_destroy(cr);
 	oxr_barrier_destroy(b);
 	oxr_arena_destroy(a);
+	if (more) {
+		printf("rank %d: scale collectives FAILED: the default barrier opened %d more links "
+		       "after its first (handshakes; links_open %u before it)\n", rank, more, gc.links_open);
+		return 1;
+	}
 	if (over) {
 		printf("rank %d: scale collectives FAILED: links_open %u > bound %d = 2 ceil(log2 %d) "
 		       "+ 4 (fds %u, handshakes %llu; boot %lld ms, collectives %lld ms)\n", rank,
