@@ -9,12 +9,16 @@
  * (--publish); on each other host an oxr-run starts its ranks, which join
  * that rendezvous with what FILE says (--join), so the token travels by a
  * file only the two hosts' user can read, never by argv or the environment for the oxr-run bootstrap (environment and protocol: the top
- * of transport/boot_run.c).  One thread, one poll loop: it serves every
+ * of transport/boot_run.c).  The rendezvous keeps the blobs the ranks
+ * publish for their lookups, so it lives in the --publish oxr-run alone,
+ * which serves until the other hosts' ranks are done with it.  Ranks start
+ * while it serves: the first ones' hellos and rounds do not wait for the
+ * last fork.  One thread, one epoll loop: it serves every
  * rank's connection, reaps the ranks, and stops the whole run as soon as
  * one of them fails, so that no other rank waits for it forever (with
  * --survive it only says so: programs that recover from a failure go on).
  */
-#define _GNU_SOURCE /* accept4, pipe2, POLLRDHUP */
+#define _GNU_SOURCE /* accept4, pipe2 */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -22,13 +26,13 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -43,7 +47,6 @@
 #define KILL_GRACE_MS 2000 /* from SIGTERM to SIGKILL */
 #define EXIT_GRACE_MS 500  /* from a rank's link closing to "it left" */
 #define TOLD_GRACE_MS 1000 /* from a rank's failure to SIGTERM to the others */
-#define LINGER_MS 2000     /* last replies to other hosts' ranks, after ours exited */
 
 static const char usage_text[] =
 	"usage: oxr-run -n N [--timeout SECONDS] [--survive] [--addr IP] [--] PROGRAM [ARGS...]\n"
@@ -66,7 +69,9 @@ static const char usage_text[] =
 	"                     other hosts by an oxr-run with --join\n"
 	"  --publish FILE     serve the rendezvous for all N ranks and write its address\n"
 	"                     and the one-time token to FILE (new, mode 0600), for the\n"
-	"                     --join of the other hosts (a file both can read)\n"
+	"                     --join of the other hosts (a file both can read); it\n"
+	"                     holds what the ranks publish, so it serves until the\n"
+	"                     other hosts' ranks have closed their bootstrap too\n"
 	"  --join FILE        serve no rendezvous: this host's ranks join the one FILE\n"
 	"                     names (written by --publish)\n"
 	"\n"
@@ -74,33 +79,70 @@ static const char usage_text[] =
 	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"
 	"out; 127 PROGRAM could not be started; 2 usage error.\n";
 
-/* A connection's place in the protocol. */
-enum { C_HELLO, C_HDR, C_BODY, C_READY, C_REPLY };
+/*
+ * A connection's place in the protocol.  Between rounds a rank's is C_HDR;
+ * a lookup passes through C_ASK and C_ANSWER back to C_HDR, never touching
+ * the round; a round's request read while the last round's replies still go
+ * out waits in C_PARKED (the round's buffer is in use) until they are out.
+ */
+enum { C_HELLO, C_HDR, C_BODY, C_ASK, C_PARKED, C_READY, C_REPLY, C_ANSWER };
 
 struct conn {
 	int fd, rank, state;     /* rank -1 until the hello passed */
+	int version;             /* of its hello: 1 only allgathers */
 	int discard;             /* its length is not the round's: the body is dropped */
-	uint8_t in[OXR_RUN_HELLO_BYTES];
-	size_t got;              /* bytes of in[], or of the body */
-	uint64_t len, sent;      /* of its request; of its reply so far */
+	int slot;                /* its index in conns[] */
+	uint32_t events;         /* what epoll watches on it */
+	int queued;              /* on the dirty list: its events may have to change */
+	struct conn *next_dirty, *next_dead;
+	/* the hello, or a header and a lookup's body (the longer) */
+	uint8_t in[OXR_RUN_HDR_BYTES + OXR_RUN_LOOKUP_BYTES + 4 * OXR_RUN_LOOKUP_MAX];
+	uint8_t *ans;            /* a lookup's answer: the blobs it named, in its order */
+	size_t got;              /* bytes of in[] (of the lookup's body in C_ASK), or of the body */
+	uint64_t len;            /* of its request */
+	uint8_t out[OXR_RUN_HDR_BYTES];  /* its reply: this header, then body_len bytes */
+	const uint8_t *body;
+	uint64_t body_len, sent; /* of its reply; sent so far, header included */
 	char peer[32];
 };
 
+/* A publish round's table: rank r's blob at buf + r * len, kept to the end. */
+struct pub {
+	uint32_t seq;
+	uint64_t len;
+	uint8_t *buf;
+};
+
+/*
+ * The costs, so that start-up stays linear in the ranks P: epoll watches
+ * each connection, registered once and changed only when its state moves
+ * between reading and writing, so an event costs O(1) (poll would scan all
+ * P each time); a round costs O(P) once, when it completes (P replies) and
+ * when its replies are out (the parked requests of the next one); a lookup
+ * is O(log publishes).  Memory: O(P) for the connections and the rank
+ * tables, plus each publish's P blobs.
+ */
 struct oxrun {
-	int n, lfd, sfd;
+	int n, lfd, sfd, epfd;
 	uint8_t token[OXR_TOKEN_BYTES];
 	pid_t *pids;             /* by rank; 0 once reaped */
 	int running;
 	struct conn **conns;     /* every open connection, hello or not */
 	int nconns, cap;
+	struct conn *dirty;      /* whose state changed this turn */
+	struct conn *dead;       /* closed this turn, freed at its end */
 	struct conn **by_rank;
 	uint8_t *gone;           /* by rank: its connection or its process ended */
 	int ngone;
-	/* the round: request seq, its length a rank, the blobs in rank order */
-	uint32_t seq;
+	/* the round: request seq, its op and length a rank, the blobs in rank order */
+	uint32_t seq, op;
 	uint64_t len;
+	int op_rank;             /* the rank whose request started it */
 	int started, ready, left, scatter;
-	uint8_t *buf, rhdr[OXR_RUN_HDR_BYTES];
+	uint8_t *buf;
+	struct pub *pubs;        /* every publish round's table, by seq */
+	int npubs, pubcap;
+	int answering;           /* lookup replies under way */
 	int broken;              /* the rendezvous failed: all closed */
 	int stopping, code;      /* the ranks are being stopped, and the exit status */
 	int termed, killed;      /* SIGTERM, SIGKILL sent */
@@ -112,7 +154,7 @@ struct oxrun {
 	int first, last;         /* --ranks: the ranks started here */
 	const char *publish;     /* --publish FILE */
 	const char *join;        /* --join FILE */
-	int64_t linger_at;       /* replies to other hosts' ranks are sent until then */
+	int others;              /* connections of ranks started on other hosts */
 };
 
 static int64_t now_ms(void)
@@ -175,6 +217,46 @@ static void mark_gone(struct oxrun *o, int rank)
 	}
 }
 
+/* What epoll is to watch on a connection in state: nothing is read from a
+ * rank that waits for a reply (only its hang-up is), nothing while its
+ * reply goes out. */
+static uint32_t conn_events(int state)
+{
+	if (state == C_REPLY || state == C_ANSWER)
+		return EPOLLOUT;
+	if (state == C_PARKED || state == C_READY)
+		return EPOLLRDHUP;
+	return EPOLLIN | EPOLLRDHUP;
+}
+
+/* Moves c to state; its epoll events follow at the end of the turn (flush),
+ * once however often it moved. */
+static void set_state(struct oxrun *o, struct conn *c, int state)
+{
+	c->state = state;
+	if (!c->queued) {
+		c->queued = 1;
+		c->next_dirty = o->dirty;
+		o->dirty = c;
+	}
+}
+
+static void on_writable(struct oxrun *o, struct conn *c);
+static void on_header(struct oxrun *o, struct conn *c);
+
+/* The requests of the next round that came while this one's replies went
+ * out join it now: its buffer is free. */
+static void resume_parked(struct oxrun *o)
+{
+	int r;
+
+	for (r = 0; r < o->n && !o->broken; r++)
+		if (o->by_rank[r] && o->by_rank[r]->state == C_PARKED)
+			on_header(o, o->by_rank[r]);
+}
+
+/* One reply of the round is out (or its rank gone); after the last, the
+ * next round may start. */
 static void end_reply(struct oxrun *o)
 {
 	if (--o->left)
@@ -183,19 +265,29 @@ static void end_reply(struct oxrun *o)
 	o->buf = NULL;
 	o->scatter = o->started = o->ready = 0;
 	o->seq++;
+	if (!o->broken)
+		resume_parked(o);
 }
 
-/* Closes c; the main loop frees it.  A rank that goes cannot come back. */
+/* Closes c; flush() frees it at the end of the turn, so that the events
+ * of this turn that name it still find it.  A rank that goes cannot come
+ * back. */
 static void drop(struct oxrun *o, struct conn *c)
 {
 	if (c->fd < 0)
 		return;
+	epoll_ctl(o->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;
+	c->next_dead = o->dead;
+	o->dead = c;
 	if (c->rank < 0)
 		return;
 	o->by_rank[c->rank] = NULL;
+	o->others -= c->rank < o->first || c->rank > o->last;
 	mark_gone(o, c->rank);
+	if (c->state == C_ANSWER)
+		o->answering--;
 	if (c->state == C_REPLY)
 		end_reply(o);
 }
@@ -213,13 +305,16 @@ static void fail(struct oxrun *o, const char *why)
 	o->broken = 1;
 	for (i = 0; i < o->nconns; i++) {
 		struct conn *c = o->conns[i];
+		int half_sent = (c->state == C_REPLY || c->state == C_ANSWER) && c->sent;
 
-		if (c->fd >= 0 && c->rank >= 0 && !(c->state == C_REPLY && c->sent))
+		if (c->fd >= 0 && c->rank >= 0 && !half_sent)
 			send_now(c->fd, 1, o->seq, why);
 		drop(o, c);
 	}
-	if (o->lfd >= 0)
+	if (o->lfd >= 0) {
+		epoll_ctl(o->epfd, EPOLL_CTL_DEL, o->lfd, NULL);
 		close(o->lfd);
+	}
 	o->lfd = -1;
 	free(o->buf);
 	o->buf = NULL;
@@ -260,6 +355,55 @@ static void len_mismatch(struct oxrun *o)
 		 (unsigned long long)o->by_rank[odd]->len, same, (unsigned long long)common);
 }
 
+/* The table of publish seq, or NULL: a binary search, as rounds only grow. */
+static const struct pub *find_pub(const struct oxrun *o, uint32_t seq)
+{
+	int lo = 0, hi = o->npubs;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (o->pubs[mid].seq == seq)
+			return &o->pubs[mid];
+		if (o->pubs[mid].seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* A complete publish round: its blobs become its table, for lookups until
+ * oxr-run exits (a publish a group: few, and a rank may look up late). */
+static int keep_round(struct oxrun *o)
+{
+	if (o->npubs == o->pubcap) {
+		int cap = o->pubcap ? 2 * o->pubcap : 8;
+		struct pub *p = realloc(o->pubs, (size_t)cap * sizeof(*p));
+
+		if (!p) {
+			rv_error(o, "out of memory keeping publish %u", o->seq);
+			return -1;
+		}
+		o->pubs = p;
+		o->pubcap = cap;
+	}
+	o->pubs[o->npubs++] = (struct pub){ .seq = o->seq, .len = o->len, .buf = o->buf };
+	o->buf = NULL;
+	return 0;
+}
+
+/* Starts c's reply of the round, and sends what the socket takes now. */
+static void start_reply(struct oxrun *o, struct conn *c, uint64_t body_len)
+{
+	put_hdr(c->out, 0, o->seq, body_len);
+	c->body = o->buf;
+	c->body_len = body_len;
+	c->sent = 0;
+	set_state(o, c, C_REPLY);
+	on_writable(o, c);
+}
+
 /*
  * After any change: fails a round that lost a rank, answers a complete one.
  * A rank whose link closed but whose process is not reaped yet most likely
@@ -268,6 +412,7 @@ static void len_mismatch(struct oxrun *o)
  */
 static void progress(struct oxrun *o)
 {
+	uint64_t body_len;
 	int r;
 
 	if (o->broken || o->scatter || !o->started)
@@ -291,13 +436,17 @@ static void progress(struct oxrun *o)
 			return;
 		}
 	}
-	put_hdr(o->rhdr, 0, o->seq, (uint64_t)o->n * o->len);
+	body_len = (uint64_t)o->n * o->len;
+	if (o->op == OXR_RUN_OP_PUBLISH) {
+		if (keep_round(o))
+			return;
+		body_len = 0;
+	}
 	o->scatter = 1;
 	o->left = o->n;
-	for (r = 0; r < o->n; r++) {
-		o->by_rank[r]->state = C_REPLY;
-		o->by_rank[r]->sent = 0;
-	}
+	for (r = 0; r < o->n && !o->broken; r++)
+		if (o->by_rank[r])
+			start_reply(o, o->by_rank[r], body_len);
 }
 
 static int token_eq(const uint8_t *a, const uint8_t *b)
@@ -318,9 +467,9 @@ static void on_hello(struct oxrun *o, struct conn *c)
 	/* The token before the rank, so a stranger learns nothing about the group. */
 	if (memcmp(c->in, "OXRB", 4))
 		snprintf(why, sizeof(why), "not an oxr bootstrap (bad magic)");
-	else if (version != OXR_RUN_VERSION)
-		snprintf(why, sizeof(why), "protocol version %u; this oxr-run speaks %d",
-			 version, OXR_RUN_VERSION);
+	else if (version < OXR_RUN_VERSION_MIN || version > OXR_RUN_VERSION)
+		snprintf(why, sizeof(why), "protocol version %u; this oxr-run speaks %d to %d",
+			 version, OXR_RUN_VERSION_MIN, OXR_RUN_VERSION);
 	else if (!token_eq(c->in + 12, o->token))
 		snprintf(why, sizeof(why), "wrong token");
 	else if (rank >= (uint32_t)o->n)
@@ -338,19 +487,77 @@ static void on_hello(struct oxrun *o, struct conn *c)
 		return;
 	}
 	c->rank = (int)rank;
-	c->state = C_HDR;
+	c->version = (int)version;
 	c->got = 0;
+	o->others += c->rank < o->first || c->rank > o->last;
+	set_state(o, c, C_HDR);
 	o->by_rank[rank] = c;
 }
 
+static const char *op_name(uint32_t op)
+{
+	return op == OXR_RUN_OP_PUBLISH ? "publish" : "allgather";
+}
+
+/* c's request joins the round (which its request may start). */
+static void join_round(struct oxrun *o, struct conn *c, uint32_t op, uint64_t len)
+{
+	if (!o->started++) {
+		o->op = op;
+		o->op_rank = c->rank;
+		o->len = len;
+		o->buf = len ? malloc(len * (uint64_t)o->n) : NULL;
+		if (len && !o->buf) {
+			rv_error(o, "out of memory for request %u (%d x %llu bytes)", o->seq, o->n,
+				 (unsigned long long)len);
+			return;
+		}
+	} else if (op != o->op) {
+		rv_error(o, "request %u: rank %d asked for a %s, rank %d for a %s; every rank "
+			 "must make the same call", o->seq, c->rank, op_name(op), o->op_rank,
+			 op_name(o->op));
+		return;
+	}
+	c->len = len;
+	c->discard = len != o->len;
+	c->got = 0;
+	set_state(o, c, len ? C_BODY : C_READY);
+	o->ready += !len;
+}
+
+/* A whole header in c->in: a lookup's body comes next; a round's request
+ * joins the round, or waits while the last round's replies go out. */
 static void on_header(struct oxrun *o, struct conn *c)
 {
 	uint32_t op = load32(c->in), seq = load32(c->in + 4);
 	uint64_t len = load64(c->in + 8);
+	int v2 = c->version >= 2;
 
-	if (op != OXR_RUN_OP_ALLGATHER || seq != o->seq) {
-		rv_error(o, "rank %d sent a malformed request (op %u, seq %u; expected op %d, "
-			 "seq %u)", c->rank, op, seq, OXR_RUN_OP_ALLGATHER, o->seq);
+	if (op == OXR_RUN_OP_LOOKUP && v2) {
+		if (len < OXR_RUN_LOOKUP_BYTES + 4 ||
+		    len > OXR_RUN_LOOKUP_BYTES + 4 * OXR_RUN_LOOKUP_MAX ||
+		    (len - OXR_RUN_LOOKUP_BYTES) % 4) {
+			rv_error(o, "rank %d sent a malformed lookup (%llu bytes: 1 to %d ranks)",
+				 c->rank, (unsigned long long)len, OXR_RUN_LOOKUP_MAX);
+			return;
+		}
+		c->len = len;
+		c->got = 0;
+		set_state(o, c, C_ASK);
+		return;
+	}
+	if (op != OXR_RUN_OP_ALLGATHER && !(op == OXR_RUN_OP_PUBLISH && v2)) {
+		rv_error(o, "rank %d sent a malformed request (op %u, %llu bytes, protocol "
+			 "version %d)", c->rank, op, (unsigned long long)len, c->version);
+		return;
+	}
+	if (o->scatter) {
+		set_state(o, c, C_PARKED);
+		return;
+	}
+	if (seq != o->seq) {
+		rv_error(o, "rank %d sent a malformed request (op %u, seq %u; expected seq %u)",
+			 c->rank, op, seq, o->seq);
 		return;
 	}
 	if (len > OXR_RUN_MAX_BLOB || len * (uint64_t)o->n > OXR_RUN_MAX_ROUND) {
@@ -358,42 +565,133 @@ static void on_header(struct oxrun *o, struct conn *c)
 			 "rank and 1 GiB for all ranks", c->rank, (unsigned long long)len, seq);
 		return;
 	}
-	if (!o->started++) {
-		o->len = len;
-		o->buf = len ? malloc(len * (uint64_t)o->n) : NULL;
-		if (len && !o->buf) {
-			rv_error(o, "out of memory for request %u (%d x %llu bytes)", seq, o->n,
-				 (unsigned long long)len);
+	join_round(o, c, op, len);
+}
+
+/* Why the lookup's ranks cannot be answered from p, in why ("": they can). */
+static void check_ranks(const struct oxrun *o, const struct pub *p, const uint8_t *body,
+			uint32_t count, uint64_t len, char *why, size_t n)
+{
+	uint32_t i, rank;
+
+	if ((uint64_t)count * len > OXR_RUN_MAX_BLOB) {
+		snprintf(why, n, "%u blobs of %llu bytes: over the 64 MiB one lookup may take",
+			 count, (unsigned long long)len);
+		return;
+	}
+	for (i = 0; i < count; i++) {
+		rank = load32(body + OXR_RUN_LOOKUP_BYTES + 4 * i);
+		if (rank >= (uint32_t)o->n) {
+			snprintf(why, n, "rank %u is out of range (-n %d)", rank, o->n);
 			return;
 		}
 	}
-	c->len = len;
-	c->discard = len != o->len;
+	if (len != p->len)
+		snprintf(why, n, "rank %u published %llu bytes in #%u, not the %llu asked for",
+			 load32(body + OXR_RUN_LOOKUP_BYTES), (unsigned long long)p->len, p->seq,
+			 (unsigned long long)len);
+}
+
+/*
+ * A whole lookup in c->in: the blobs of the ranks it names (up to
+ * OXR_RUN_LOOKUP_MAX: a rank's partners at once), or status 1 and why, to c
+ * alone; the round and the other ranks are not touched.  c waits for
+ * nothing else, so its socket is empty and the short error goes at once.
+ */
+static void on_lookup(struct oxrun *o, struct conn *c)
+{
+	const uint8_t *body = c->in + OXR_RUN_HDR_BYTES;
+	uint32_t seq = load32(c->in + 4), count = load32(body + 8), i;
+	uint64_t len = load64(body);
+	const struct pub *p = find_pub(o, seq);
+	char why[200] = "";
+
+	if (count != (c->len - OXR_RUN_LOOKUP_BYTES) / 4)
+		snprintf(why, sizeof(why), "the lookup names %u ranks in %llu bytes", count,
+			 (unsigned long long)(c->len - OXR_RUN_LOOKUP_BYTES));
+	else if (!p && o->npubs)
+		snprintf(why, sizeof(why), "publish #%u is unknown: no publish round of that "
+			 "number has completed (the last was #%u)", seq, o->pubs[o->npubs - 1].seq);
+	else if (!p)
+		snprintf(why, sizeof(why), "publish #%u is unknown: no publish round has "
+			 "completed", seq);
+	else
+		check_ranks(o, p, body, count, len, why, sizeof(why));
+	if (!*why && len && !(c->ans = malloc(count * len)))
+		snprintf(why, sizeof(why), "oxr-run is out of memory for %u blobs of %llu bytes",
+			 count, (unsigned long long)len);
 	c->got = 0;
-	c->state = len ? C_BODY : C_READY;
-	o->ready += !len;
+	if (*why) {
+		set_state(o, c, C_HDR);
+		if (send_now(c->fd, 1, seq, why))
+			drop(o, c);
+		return;
+	}
+	for (i = 0; i < count; i++)
+		memcpy(c->ans + i * len, p->buf + (uint64_t)load32(body + OXR_RUN_LOOKUP_BYTES + 4 * i)
+			   * len, len);
+	put_hdr(c->out, 0, seq, count * len);
+	c->body = c->ans;
+	c->body_len = count * len;
+	c->sent = 0;
+	o->answering++;
+	set_state(o, c, C_ANSWER);
+	on_writable(o, c);
+}
+
+/* Where c's next bytes go and how many it may take, or 0: c reads nothing now. */
+static size_t read_into(struct oxrun *o, struct conn *c, uint8_t **dst)
+{
+	static uint8_t scratch[65536];
+	size_t want;
+
+	switch (c->state) {
+	case C_HELLO:
+		*dst = c->in + c->got;
+		return OXR_RUN_HELLO_BYTES - c->got;
+	case C_HDR:
+		*dst = c->in + c->got;
+		return OXR_RUN_HDR_BYTES - c->got;
+	case C_ASK:
+		*dst = c->in + OXR_RUN_HDR_BYTES + c->got;
+		return c->len - c->got;
+	case C_BODY:
+		want = (size_t)(c->len - c->got);
+		*dst = o->buf + (uint64_t)c->rank * o->len + c->got;
+		if (c->discard) {
+			*dst = scratch;
+			want = want < sizeof(scratch) ? want : sizeof(scratch);
+		}
+		return want;
+	default:
+		return 0;
+	}
+}
+
+/* c->got grew: acts on what is whole. */
+static void on_bytes(struct oxrun *o, struct conn *c)
+{
+	if (c->state == C_BODY && c->got == c->len) {
+		set_state(o, c, C_READY);
+		o->ready++;
+	} else if (c->state == C_HELLO && c->got == OXR_RUN_HELLO_BYTES) {
+		on_hello(o, c);
+	} else if (c->state == C_HDR && c->got == OXR_RUN_HDR_BYTES) {
+		on_header(o, c);
+	} else if (c->state == C_ASK && c->got == c->len) {
+		on_lookup(o, c);
+	}
 }
 
 static void on_readable(struct oxrun *o, struct conn *c)
 {
-	static uint8_t scratch[65536];
-
 	while (c->fd >= 0 && !o->broken) {
-		size_t need = c->state == C_HELLO ? OXR_RUN_HELLO_BYTES : OXR_RUN_HDR_BYTES;
-		uint8_t *dst = c->in + c->got;
-		size_t want = need - c->got;
+		uint8_t *dst = NULL;
+		size_t want = read_into(o, c, &dst);
 		ssize_t k;
 
-		if (c->state == C_BODY) {
-			want = (size_t)(c->len - c->got);
-			dst = o->buf + (uint64_t)c->rank * o->len + c->got;
-			if (c->discard) {
-				dst = scratch;
-				want = want < sizeof(scratch) ? want : sizeof(scratch);
-			}
-		} else if (c->state != C_HELLO && (c->state != C_HDR || o->scatter)) {
+		if (!want)
 			return;
-		}
 		k = recv(c->fd, dst, want, MSG_DONTWAIT);
 		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
@@ -404,31 +702,29 @@ static void on_readable(struct oxrun *o, struct conn *c)
 			return;
 		}
 		c->got += (size_t)k;
-		if (c->state == C_BODY && c->got == c->len) {
-			c->state = C_READY;
-			o->ready++;
-		} else if (c->state == C_HELLO && c->got == need) {
-			on_hello(o, c);
-		} else if (c->state == C_HDR && c->got == need) {
-			on_header(o, c);
-		}
+		on_bytes(o, c);
 	}
 }
 
+/* Sends what the socket takes of c's reply; when it is all out, c reads its
+ * next request. */
 static void on_writable(struct oxrun *o, struct conn *c)
 {
-	uint64_t body = (uint64_t)o->n * o->len, total = OXR_RUN_HDR_BYTES + body;
+	uint64_t total = OXR_RUN_HDR_BYTES + c->body_len;
 
+	if (c->fd < 0 || (c->state != C_REPLY && c->state != C_ANSWER))
+		return;
 	while (c->sent < total) {
-		struct iovec iov[2] = { { o->buf, body }, { o->buf, body } };
+		struct iovec iov[2] = { { (void *)c->body, c->body_len },
+					{ (void *)c->body, c->body_len } };
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
 		ssize_t k;
 
 		if (c->sent < OXR_RUN_HDR_BYTES) {
-			iov[0] = (struct iovec){ o->rhdr + c->sent, OXR_RUN_HDR_BYTES - c->sent };
-			m.msg_iovlen = 2;
+			iov[0] = (struct iovec){ c->out + c->sent, OXR_RUN_HDR_BYTES - c->sent };
+			m.msg_iovlen = c->body_len ? 2 : 1;
 		} else {
-			iov[0].iov_base = o->buf + (c->sent - OXR_RUN_HDR_BYTES);
+			iov[0].iov_base = (void *)(c->body + (c->sent - OXR_RUN_HDR_BYTES));
 			iov[0].iov_len = total - c->sent;
 		}
 		k = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -441,9 +737,50 @@ static void on_writable(struct oxrun *o, struct conn *c)
 		if (k > 0)
 			c->sent += (uint64_t)k;
 	}
-	c->state = C_HDR;
 	c->got = 0;
+	if (c->state == C_ANSWER) {
+		o->answering--;
+		free(c->ans);
+		c->ans = NULL;
+		set_state(o, c, C_HDR);
+		return;
+	}
+	set_state(o, c, C_HDR);
 	end_reply(o);
+}
+
+static struct conn *new_conn(struct oxrun *o, int fd, const struct sockaddr_in *sa)
+{
+	struct epoll_event ev = { .events = conn_events(C_HELLO) };
+	char ip[INET_ADDRSTRLEN];
+	struct conn *c;
+	int one = 1;
+
+	if (o->nconns == o->cap) {
+		int cap = o->cap ? 2 * o->cap : 64;
+		struct conn **p = realloc(o->conns, (size_t)cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		o->conns = p;
+		o->cap = cap;
+	}
+	c = calloc(1, sizeof(*c));
+	ev.data.ptr = c;
+	if (!c || epoll_ctl(o->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		free(c);
+		return NULL;
+	}
+	c->fd = fd;
+	c->rank = -1;
+	c->state = C_HELLO;
+	c->events = ev.events;
+	c->slot = o->nconns;
+	inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip));
+	snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(sa->sin_port));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	o->conns[o->nconns++] = c;
+	return c;
 }
 
 static void accept_all(struct oxrun *o)
@@ -452,9 +789,6 @@ static void accept_all(struct oxrun *o)
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
 		int fd = accept4(o->lfd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct conn *c;
-		char ip[INET_ADDRSTRLEN];
-		int one = 1;
 
 		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
 			continue;
@@ -463,68 +797,51 @@ static void accept_all(struct oxrun *o)
 				fprintf(stderr, "oxr-run: accept: %s\n", strerror(errno));
 			return;
 		}
-		if (o->nconns == o->cap) {
-			int cap = o->cap ? 2 * o->cap : 64;
-			struct conn **p = realloc(o->conns, (size_t)cap * sizeof(*p));
-
-			if (!p) {
-				close(fd);
-				continue;
-			}
-			o->conns = p;
-			o->cap = cap;
-		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
+		if (!new_conn(o, fd, &sa)) {
+			fprintf(stderr, "oxr-run: cannot serve a connection: %s\n", strerror(errno));
 			close(fd);
-			continue;
 		}
-		c->fd = fd;
-		c->rank = -1;
-		c->state = C_HELLO;
-		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-		snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(sa.sin_port));
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		o->conns[o->nconns++] = c;
 	}
 }
 
-/* Frees what drop() closed. */
-static void compact(struct oxrun *o)
+/* The end of a turn: epoll follows the states that changed, and what
+ * drop() closed is freed (its slot in conns[] taken by the last). */
+static void flush(struct oxrun *o)
 {
-	int i = 0;
+	while (o->dirty) {
+		struct conn *c = o->dirty;
+		struct epoll_event ev = { .events = conn_events(c->state), .data.ptr = c };
 
-	while (i < o->nconns) {
-		if (o->conns[i]->fd >= 0) {
-			i++;
-			continue;
+		o->dirty = c->next_dirty;
+		c->queued = 0;
+		if (c->fd >= 0 && ev.events != c->events) {
+			if (epoll_ctl(o->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+				drop(o, c);
+			else
+				c->events = ev.events;
 		}
-		free(o->conns[i]);
-		o->conns[i] = o->conns[--o->nconns];
+	}
+	while (o->dead) {
+		struct conn *c = o->dead;
+
+		o->dead = c->next_dead;
+		o->conns[c->slot] = o->conns[--o->nconns];
+		o->conns[c->slot]->slot = c->slot;
+		free(c->ans);
+		free(c);
 	}
 }
 
-/* What to wait for on c: nothing is read while replies go out, since the
- * next round would need the buffer they are sent from. */
-static short conn_events(const struct oxrun *o, const struct conn *c)
-{
-	if (c->state == C_REPLY)
-		return POLLOUT;
-	if (c->state == C_HELLO || c->state == C_BODY || (c->state == C_HDR && !o->scatter))
-		return POLLIN;
-	return POLLRDHUP;
-}
-
-static void on_conn(struct oxrun *o, struct conn *c, const struct pollfd *p)
+static void on_conn(struct oxrun *o, struct conn *c, uint32_t ev)
 {
 	if (c->fd < 0)
 		return;
-	if (p->revents & POLLOUT)
+	if ((c->events & EPOLLOUT) && (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
 		on_writable(o, c);
-	if (c->fd >= 0 && (p->revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP))) {
-		if (p->events & POLLIN)
+	else if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+		if (c->events & EPOLLIN)
 			on_readable(o, c);
-		else if (!(p->revents & POLLOUT))
+		else
 			drop(o, c);
 	}
 	progress(o);
@@ -641,16 +958,50 @@ static void on_signals(struct oxrun *o)
  * inherits; a second pipe, closed by a successful exec, brings back the
  * errno of a failed one, so a bad PROGRAM is said once, not N times.
  */
-static int spawn(struct oxrun *o, int r, char **argv, const sigset_t *mask,
-		 const struct rlimit *nofile)
+/* The ranks' environment: oxr-run's (OXR_RUN_ADDR, OXR_RUN_SIZE in it),
+ * then OXR_RUN_RANK and OXR_RUN_TOKEN_FD, which each spawn rewrites. */
+struct rank_env {
+	char **envp;
+	char rank[32], fd[32];
+};
+
+static int env_make(struct rank_env *e)
 {
-	int tp[2], ep[2], err = 0;
+	extern char **environ;
+	int i, n = 0;
+
+	for (i = 0; environ[i]; i++)
+		;
+	if (!(e->envp = calloc((size_t)i + 3, sizeof(*e->envp))))
+		return -1;
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "OXR_RUN_RANK=", 13) &&
+		    strncmp(environ[i], "OXR_RUN_TOKEN_FD=", 17))
+			e->envp[n++] = environ[i];
+	e->envp[n++] = e->rank;
+	e->envp[n] = e->fd;
+	return 0;
+}
+
+/*
+ * vfork, not fork: the parent sleeps until the child has exec'd, and the
+ * child runs at once on the parent's core.  A fork copied oxr-run's page
+ * tables, and its parent then waited for the child to be scheduled among
+ * the ranks already running: 8 ms a rank at 1,024 ranks on 2 cores,
+ * most of the start-up.  The child only makes system calls and writes err,
+ * which lives in the parent's frame (how posix_spawn reports exec errors).
+ */
+static int spawn(struct oxrun *o, int r, char **argv, const sigset_t *mask,
+		 const struct rlimit *nofile, struct rank_env *e)
+{
+	volatile int err = 0;
+	int tp[2];
 	char hex[2 * OXR_TOKEN_BYTES + 1];
 	ssize_t k;
 	pid_t pid;
 	int i;
 
-	if (pipe2(tp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC)) {
+	if (pipe2(tp, O_CLOEXEC)) {
 		fprintf(stderr, "oxr-run: pipe: %s\n", strerror(errno));
 		return 1;
 	}
@@ -659,36 +1010,25 @@ static int spawn(struct oxrun *o, int r, char **argv, const sigset_t *mask,
 	k = write(tp[1], hex, 2 * OXR_TOKEN_BYTES);
 	explicit_bzero(hex, sizeof(hex));
 	close(tp[1]);
-	pid = k == 2 * OXR_TOKEN_BYTES ? fork() : -1;
+	snprintf(e->rank, sizeof(e->rank), "OXR_RUN_RANK=%d", r);
+	snprintf(e->fd, sizeof(e->fd), "OXR_RUN_TOKEN_FD=%d", tp[0]);
+	pid = k == 2 * OXR_TOKEN_BYTES ? vfork() : -1;
 	if (pid == 0) {
-		char v[16];
-
-		snprintf(v, sizeof(v), "%d", r);
-		setenv("OXR_RUN_RANK", v, 1);
-		snprintf(v, sizeof(v), "%d", tp[0]);
-		setenv("OXR_RUN_TOKEN_FD", v, 1);
-		fcntl(tp[0], F_SETFD, 0);
+		fcntl(tp[0], F_SETFD, 0); /* the child's descriptor table is its own */
 		sigprocmask(SIG_SETMASK, mask, NULL);
 		setrlimit(RLIMIT_NOFILE, nofile);
-		execvp(argv[0], argv);
+		execvpe(argv[0], argv, e->envp);
 		err = errno;
-		k = write(ep[1], &err, sizeof(err));
 		_exit(127);
 	}
 	close(tp[0]);
-	close(ep[1]);
 	if (pid < 0) {
 		fprintf(stderr, "oxr-run: cannot start rank %d: %s\n", r, strerror(errno));
-		close(ep[0]);
 		return 1;
 	}
 	o->pids[r] = pid;
 	o->running++;
-	do
-		k = read(ep[0], &err, sizeof(err));
-	while (k < 0 && errno == EINTR);
-	close(ep[0]);
-	if (k == (ssize_t)sizeof(err)) {
+	if (err) {
 		fprintf(stderr, "oxr-run: cannot run %s: %s\n", argv[0], strerror(err));
 		return 127;
 	}
@@ -876,6 +1216,14 @@ static int join(struct oxrun *o)
 	return 0;
 }
 
+/* Adds fd to the epoll set, its events telling which it is by tag. */
+static int watch(struct oxrun *o, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(o->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 static int listen_local(struct oxrun *o)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -889,6 +1237,10 @@ static int listen_local(struct oxrun *o)
 	if (o->lfd < 0 || bind(o->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(o->lfd, SOMAXCONN) || getsockname(o->lfd, (struct sockaddr *)&sa, &sl)) {
 		fprintf(stderr, "oxr-run: cannot listen on %s: %s\n", ip, strerror(errno));
+		return -1;
+	}
+	if (watch(o, o->lfd, &o->lfd)) {
+		fprintf(stderr, "oxr-run: epoll: %s\n", strerror(errno));
 		return -1;
 	}
 	snprintf(addr, sizeof(addr), "%s:%u", ip, ntohs(sa.sin_port));
@@ -942,8 +1294,10 @@ static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, old);
 	o->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (o->sfd < 0) {
-		fprintf(stderr, "oxr-run: signalfd: %s\n", strerror(errno));
+	o->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (o->sfd < 0 || o->epfd < 0 || watch(o, o->sfd, &o->sfd)) {
+		fprintf(stderr, "oxr-run: %s: %s\n", o->sfd < 0 ? "signalfd" : "epoll",
+			strerror(errno));
 		return -1;
 	}
 	snprintf(v, sizeof(v), "%d", o->n);
@@ -954,90 +1308,115 @@ static int setup(struct oxrun *o, sigset_t *old, struct rlimit *nofile)
 }
 
 /*
- * Ranks on other hosts may still be owed the last reply when the last rank
- * here exits: it goes out, for a moment at most (LINGER_MS).
+ * Ranks on other hosts (--publish) may still need the rendezvous when the
+ * last rank here exits: the last round's replies, and lookups in the
+ * publish tables that live here only, until they close their bootstrap.
+ * A round that lost our ranks fails (progress), so none waits on one.
  */
-static int replying(struct oxrun *o)
+static int serving_others(const struct oxrun *o)
 {
-	int i;
+	return !o->broken && !o->stopping && o->others > 0;
+}
 
-	if (o->broken || o->stopping)
-		return 0;
-	if (!o->linger_at)
-		o->linger_at = now_ms() + LINGER_MS;
-	if (now_ms() >= o->linger_at)
-		return 0;
-	for (i = 0; i < o->nconns; i++)
-		if (o->conns[i]->fd >= 0 && o->conns[i]->state == C_REPLY)
-			return 1;
-	return 0;
+#define EVENTS 256        /* epoll events taken a turn */
+#define SPAWN_BATCH 32    /* ranks started between two turns while starting them */
+
+/* When the next clock (a stop's signals, --timeout, a grace)
+ * is due, or -1. */
+static int64_t next_wake(struct oxrun *o, int64_t now)
+{
+	int64_t wake = stop_clock(o, now);
+
+	if (o->deadline && !o->stopping)
+		wake = o->deadline;
+	if (o->grace_at && !o->broken && (wake < 0 || o->grace_at < wake))
+		wake = o->grace_at;
+	return wake;
+}
+
+/* One turn: waits up to wait_ms (-1: until the next clock) for events and
+ * serves them.  O(1) a connection's event; see struct oxrun for a round's. */
+static void serve_once(struct oxrun *o, int wait_ms)
+{
+	struct epoll_event ev[EVENTS];
+	int64_t now = now_ms(), wake = next_wake(o, now);
+	int i, k;
+
+	if (wait_ms < 0 && wake >= 0)
+		wait_ms = wake <= now ? 0 : wake - now > INT_MAX ? INT_MAX : (int)(wake - now);
+	k = epoll_wait(o->epfd, ev, EVENTS, wait_ms);
+	if (k < 0 && errno != EINTR)
+		stop(o, 1, "oxr-run: epoll_wait failed", 0);
+	for (i = 0; i < k; i++) {
+		if (ev[i].data.ptr == &o->sfd)
+			on_signals(o);
+		else if (ev[i].data.ptr == &o->lfd)
+			accept_all(o);
+		else
+			on_conn(o, ev[i].data.ptr, ev[i].events);
+	}
+	progress(o);
+	flush(o);
+	now = now_ms();
+	if (o->deadline && !o->stopping && now >= o->deadline) {
+		fprintf(stderr, "oxr-run: --timeout %ld s ran out; stopping the %d ranks "
+			"left\n", o->timeout_s, o->running);
+		stop(o, 124, "the run took longer than oxr-run --timeout", 0);
+		flush(o);
+	}
 }
 
 /* Until the last rank here is reaped: serve, reap, and watch the clocks. */
 static void serve(struct oxrun *o)
 {
-	struct pollfd *pf = NULL;
-	int cap = 0;
+	while (o->running > 0 || serving_others(o))
+		serve_once(o, -1);
+}
 
-	while (o->running > 0 || replying(o)) {
-		int64_t now = now_ms(), wake = stop_clock(o, now);
-		int i, np = o->nconns;
+/*
+ * Starts ranks first..last, serving a turn without waiting after every
+ * SPAWN_BATCH of them: the early ranks' hellos and rounds go on while the
+ * later ones start, rather than all waiting for the last fork.
+ */
+static int spawn_all(struct oxrun *o, char **argv, const sigset_t *mask,
+		     const struct rlimit *nofile)
+{
+	struct rank_env e;
+	int r, code = 0;
 
-		if (np + 2 > cap) {
-			cap = 2 * (np + 2);
-			pf = realloc(pf, (size_t)cap * sizeof(*pf));
-			if (!pf) {
-				fprintf(stderr, "oxr-run: out of memory; killing the ranks\n");
-				signal_all(o, SIGKILL);
-				exit(1);
-			}
-		}
-		pf[0] = (struct pollfd){ .fd = o->sfd, .events = POLLIN };
-		pf[1] = (struct pollfd){ .fd = o->lfd, .events = POLLIN };
-		for (i = 0; i < np; i++)
-			pf[2 + i] = (struct pollfd){ .fd = o->conns[i]->fd,
-						     .events = conn_events(o, o->conns[i]) };
-		if (o->deadline && !o->stopping)
-			wake = o->deadline;
-		if (o->grace_at && !o->broken && (wake < 0 || o->grace_at < wake))
-			wake = o->grace_at;
-		if (o->running == 0 && (wake < 0 || o->linger_at < wake))
-			wake = o->linger_at;
-		if (poll(pf, (nfds_t)np + 2, wake < 0 ? -1 : wake > now ? (int)(wake - now) : 0) < 0
-		    && errno != EINTR)
-			stop(o, 1, "oxr-run: poll failed", 0);
-		if (pf[0].revents)
-			on_signals(o);
-		if (o->lfd >= 0 && pf[1].revents)
-			accept_all(o);
-		for (i = 0; i < np; i++)
-			on_conn(o, o->conns[i], &pf[2 + i]);
-		compact(o);
-		progress(o);
-		now = now_ms();
-		if (o->deadline && !o->stopping && now >= o->deadline) {
-			fprintf(stderr, "oxr-run: --timeout %ld s ran out; stopping the %d ranks "
-				"left\n", o->timeout_s, o->running);
-			stop(o, 124, "the run took longer than oxr-run --timeout", 0);
-		}
+	if (env_make(&e)) {
+		fprintf(stderr, "oxr-run: out of memory for the ranks' environment\n");
+		return 1;
 	}
-	free(pf);
+	for (r = o->first; r <= o->last && !code && !o->stopping; r++) {
+		code = spawn(o, r, argv, mask, nofile, &e);
+		if (!code && (r - o->first) % SPAWN_BATCH == SPAWN_BATCH - 1)
+			serve_once(o, 0);
+	}
+	free(e.envp);
+	return code;
 }
 
 static void cleanup(struct oxrun *o)
 {
 	int i;
 
+	flush(o);
 	for (i = 0; i < o->nconns; i++) {
 		if (o->conns[i]->fd >= 0)
 			close(o->conns[i]->fd);
 		free(o->conns[i]);
 	}
+	for (i = 0; i < o->npubs; i++)
+		free(o->pubs[i].buf);
 	if (o->lfd >= 0)
 		close(o->lfd);
 	if (o->sfd >= 0)
 		close(o->sfd);
+	if (o->epfd >= 0)
+		close(o->epfd);
 	free(o->conns);
+	free(o->pubs);
 	free(o->buf);
 	free(o->pids);
 	free(o->by_rank);
@@ -1046,11 +1425,11 @@ static void cleanup(struct oxrun *o)
 
 int main(int argc, char **argv)
 {
-	struct oxrun o = { .lfd = -1, .sfd = -1, .seq = 1, .addr.s_addr = htonl(INADDR_LOOPBACK),
-			   .last = -1 };
+	struct oxrun o = { .lfd = -1, .sfd = -1, .epfd = -1, .seq = 1,
+			   .addr.s_addr = htonl(INADDR_LOOPBACK), .last = -1 };
 	struct rlimit nofile;
 	sigset_t old;
-	int prog, r, code = 0;
+	int prog, code;
 
 	prog = parse_args(argc, argv, &o);
 	if (prog == -2) {
@@ -1067,8 +1446,7 @@ int main(int argc, char **argv)
 	}
 	if (o.timeout_s)
 		o.deadline = now_ms() + (int64_t)o.timeout_s * 1000;
-	for (r = o.first; r <= o.last && !code; r++)
-		code = spawn(&o, r, argv + prog, &old, &nofile);
+	code = spawn_all(&o, argv + prog, &old, &nofile);
 	if (code)
 		stop(&o, code, "oxr-run could not start every rank", 0);
 	serve(&o);

@@ -202,7 +202,24 @@ oxr_status_t oxr_boot_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, siz
 {
 	if (rank < 0 || rank >= b->size)
 		return oxr_err(OXR_ERR_INVAL, "bootstrap lookup: rank %d of %d", rank, b->size);
-	return b->ops->lookup(b, rank, seq, out, len);
+	return b->ops->lookup(b, &rank, 1, seq, out, len);
+}
+
+oxr_status_t oxr_boot_lookup_batch(oxr_boot *b, const int *ranks, int n, uint64_t seq, void *out,
+				   size_t len)
+{
+	int i;
+
+	if (!b->ops->batch)
+		return oxr_err(OXR_ERR_UNSUPPORTED, "bootstrap %s: no batched lookup", b->ops->name);
+	if (n < 1 || n > OXR_BOOT_LOOKUP_MAX)
+		return oxr_err(OXR_ERR_INVAL, "bootstrap lookup: %d ranks (1 to %d)", n,
+			       OXR_BOOT_LOOKUP_MAX);
+	for (i = 0; i < n; i++)
+		if (ranks[i] < 0 || ranks[i] >= b->size)
+			return oxr_err(OXR_ERR_INVAL, "bootstrap lookup: rank %d of %d", ranks[i],
+				       b->size);
+	return b->ops->lookup(b, ranks, n, seq, out, len);
 }
 
 void oxr_boot_hold(oxr_boot *b)

@@ -12,10 +12,17 @@ struct oxr_boot_ops {
 	void (*close)(oxr_boot *b);
 	/* optional, a store each rank reads one peer from (PMIx's direct
 	 * modex): publish puts this rank's bytes and returns once every rank
-	 * has (*seq names the round); lookup reads one rank's, when needed */
+	 * has (*seq names the round); lookup reads n ranks' (1 to
+	 * OXR_BOOT_LOOKUP_MAX, out: n x len bytes in their order), when needed */
 	oxr_status_t (*publish)(oxr_boot *b, const void *mine, size_t len, uint64_t *seq);
-	oxr_status_t (*lookup)(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len);
+	oxr_status_t (*lookup)(oxr_boot *b, const int *ranks, int n, uint64_t seq, void *out,
+			       size_t len);
+	/* 1: a lookup of n ranks costs one round trip to a central store
+	 * (oxr-run), so a rank fetches its likely partners in one go at boot */
+	int batch;
 };
+
+#define OXR_BOOT_LOOKUP_MAX 64
 
 struct oxr_boot {
 	const struct oxr_boot_ops *ops;
@@ -32,6 +39,10 @@ struct oxr_boot {
 int oxr_boot_can_lookup(const oxr_boot *b);
 oxr_status_t oxr_boot_publish(oxr_boot *b, const void *mine, size_t len, uint64_t *seq);
 oxr_status_t oxr_boot_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len);
+/* n ranks' bytes at once where that is one round trip (ops->batch), else an
+ * error: the caller then looks up each rank when it needs it. */
+oxr_status_t oxr_boot_lookup_batch(oxr_boot *b, const int *ranks, int n, uint64_t seq, void *out,
+				   size_t len);
 void oxr_boot_hold(oxr_boot *b);
 void oxr_boot_release(oxr_boot *b);
 

@@ -270,9 +270,16 @@ static oxr_status_t pmix_publish(oxr_boot *b, const void *mine, size_t len, uint
 	return status ? status : fence(p, false);
 }
 
-static oxr_status_t pmix_lookup(oxr_boot *b, int rank, uint64_t seq, void *out, size_t len)
+/* One PMIx_Get a rank: each may go to that rank's server (direct modex). */
+static oxr_status_t pmix_lookup(oxr_boot *b, const int *ranks, int n, uint64_t seq, void *out,
+				size_t len)
 {
-	return get_blob(b, rank, seq, out, len);
+	oxr_status_t st = OXR_OK;
+	int i;
+
+	for (i = 0; i < n && st == OXR_OK; i++)
+		st = get_blob(b, ranks[i], seq, (uint8_t *)out + (size_t)i * len, len);
+	return st;
 }
 
 static oxr_status_t pmix_barrier(oxr_boot *b)

@@ -10,20 +10,37 @@
  *                           64 hex digits, read once and closed: the token stays
  *                           out of the environment, which ends up in logs.
  * OXR_BOOT_TIMEOUT=SECONDS (default 60, 0 for no limit) bounds the joining and
- * every allgather and barrier, so it is also how long a rank waits for the
+ * every allgather, barrier, publish and lookup, so it is also how long a rank waits for the
  * slowest of the others; raise it for programs whose ranks drift apart.
  *
  * Protocol: one TCP connection a rank; integers little-endian, fixed width.
- *   hello    rank -> oxr-run  "OXRB", u32 version = 1, u32 rank, u8 token[32]  (44 bytes)
- *   request  rank -> oxr-run  u32 op = 1 (allgather), u32 seq, u64 len, len bytes
+ *   hello    rank -> oxr-run  "OXRB", u32 version = 2, u32 rank, u8 token[32]  (44 bytes)
+ *   request  rank -> oxr-run  u32 op, u32 seq, u64 len, len bytes
  *   reply    oxr-run -> rank  u32 status, u32 seq, u64 len, len bytes
- * The hello is answered with seq 0 and len 0.  Requests count seq from 1; a
- * barrier is an allgather of 0 bytes.  oxr-run answers request seq once all
- * N ranks sent it: status 0 and the N blobs in rank order (len = N * blob).
- * Status 1 is an error, its bytes (at most 1024) a message naming the rank or
- * the cause; oxr-run closes every connection after sending one.  A request
- * over 64 MiB, or whose round would be over 1 GiB, is sent without its
- * bytes: oxr-run fails the round on the header alone.
+ * The hello is answered with seq 0 and len 0.  The ops:
+ *   1 allgather  a round: seq counts rounds from 1; a barrier is an allgather
+ *                of 0 bytes.  oxr-run answers request seq once all N ranks
+ *                sent it: status 0 and the N blobs in rank order (len = N * blob).
+ *   2 publish    a round as allgather (the same seq count, every rank the same
+ *                length), but oxr-run keeps the N blobs, the round's table,
+ *                until it exits, and answers each rank with status 0, len 0.
+ *   3 lookup     the blobs of 1 to 64 ranks of a publish: seq names the
+ *                publish round, the body (len 12 + 4 n) is u64 the blob's
+ *                length, u32 n, then n u32 ranks.  Not a round: seq does not
+ *                advance and oxr-run answers at once with status 0, seq,
+ *                len = n x blob and the blobs in the order asked, or status 1
+ *                and why (an unknown round, a rank out of range, another
+ *                length), leaving the connection open.  A rank looks up only
+ *                between rounds; at boot it asks for its likely partners in one
+ *                lookup (group_boot.c), later for one rank at a time.
+ * Publish and lookup are version 2; oxr-run takes hellos of version 1, whose
+ * ranks only allgather.  A publish then lookups is PMIx's direct modex: each
+ * rank reads only the P peers' blobs it needs, where an allgather sends each
+ * rank all P (P^2 bytes through oxr-run).
+ * Status 1 to a round is an error, its bytes (at most 1024) a message naming
+ * the rank or the cause; oxr-run closes every connection after sending one.
+ * A request over 64 MiB, or whose round would be over 1 GiB, is sent without
+ * its bytes: oxr-run fails the round on the header alone.
  * tools/oxr_run.c is the other side; the two must change together.
  */
 #include <arpa/inet.h>
@@ -126,9 +143,10 @@ static oxr_status_t xfer(struct run *r, void *buf, size_t n, int sending)
 	return OXR_OK;
 }
 
-/* Reads a reply header that must announce want bytes for the last request;
- * an error reply becomes err_status with oxr-run's message. */
-static oxr_status_t read_reply(struct run *r, uint64_t want, oxr_status_t err_status)
+/* Reads a reply header that must announce want bytes for request seq; an
+ * error reply becomes err_status with oxr-run's message. */
+static oxr_status_t read_reply(struct run *r, uint32_t want_seq, uint64_t want,
+			       oxr_status_t err_status)
 {
 	uint8_t h[OXR_RUN_HDR_BYTES];
 	char msg[OXR_RUN_MAX_MSG + 1];
@@ -148,34 +166,48 @@ static oxr_status_t read_reply(struct run *r, uint64_t want, oxr_status_t err_st
 		msg[len] = 0;
 		return oxr_err(err_status, "%s: oxr-run: %s", r->what, msg);
 	}
-	if (status || seq != r->seq || len != want)
+	if (status || seq != want_seq || len != want)
 		return oxr_err(OXR_ERR_PROTO, "%s: malformed reply from oxr-run (status %u, "
 			       "seq %u, %llu bytes; expected status 0, seq %u, %llu bytes)",
-			       r->what, status, seq, (unsigned long long)len, r->seq,
+			       r->what, status, seq, (unsigned long long)len, want_seq,
 			       (unsigned long long)want);
 	return OXR_OK;
 }
 
-static oxr_status_t gather(struct run *r, const void *mine, size_t len, void *all,
-			   const char *name)
+static void put_hdr(uint8_t h[OXR_RUN_HDR_BYTES], uint32_t op, uint32_t seq, uint64_t len)
+{
+	oxr_store32(h, op, 1);
+	oxr_store32(h + 4, seq, 1);
+	oxr_store64(h + 8, len, 1);
+}
+
+/* A round of op (allgather or publish): sends mine, then reads the reply
+ * of reply_len bytes into all. */
+static oxr_status_t round_trip(struct run *r, uint32_t op, const void *mine, size_t len,
+			       void *all, uint64_t reply_len)
 {
 	uint64_t total = (uint64_t)len * (uint64_t)r->size;
 	int over = len > OXR_RUN_MAX_BLOB || total > OXR_RUN_MAX_ROUND;
 	uint8_t h[OXR_RUN_HDR_BYTES];
 	oxr_status_t st;
 
-	begin(r, "%s #%u", name, ++r->seq);
-	oxr_store32(h, OXR_RUN_OP_ALLGATHER, 1);
-	oxr_store32(h + 4, r->seq, 1);
-	oxr_store64(h + 8, len, 1);
+	put_hdr(h, op, r->seq, len);
 	st = xfer(r, h, sizeof(h), 1);
 	if (!st && !over)
 		st = xfer(r, (void *)mine, len, 1);
 	if (!st)
-		st = read_reply(r, total, over ? OXR_ERR_LIMIT : OXR_ERR_PEER);
+		st = read_reply(r, r->seq, over ? 0 : reply_len, over ? OXR_ERR_LIMIT : OXR_ERR_PEER);
 	if (!st)
-		st = xfer(r, all, (size_t)total, 0);
+		st = xfer(r, all, (size_t)reply_len, 0);
 	return st;
+}
+
+static oxr_status_t gather(struct run *r, const void *mine, size_t len, void *all,
+			   const char *name)
+{
+	begin(r, "%s #%u", name, ++r->seq);
+	return round_trip(r, OXR_RUN_OP_ALLGATHER, mine, len, all,
+			  (uint64_t)len * (uint64_t)r->size);
 }
 
 static oxr_status_t run_allgather(oxr_boot *b, const void *mine, size_t len, void *all)
@@ -186,6 +218,54 @@ static oxr_status_t run_allgather(oxr_boot *b, const void *mine, size_t len, voi
 static oxr_status_t run_barrier(oxr_boot *b)
 {
 	return gather(b->impl, NULL, 0, NULL, "barrier");
+}
+
+/* A round in which oxr-run keeps every rank's bytes for lookups; *seq
+ * names it to them. */
+static oxr_status_t run_publish(oxr_boot *b, const void *mine, size_t len, uint64_t *seq)
+{
+	struct run *r = b->impl;
+
+	begin(r, "publish #%u", ++r->seq);
+	*seq = r->seq;
+	return round_trip(r, OXR_RUN_OP_PUBLISH, mine, len, NULL, 0);
+}
+
+/* n ranks' bytes of publish seq, straight from oxr-run in one round trip:
+ * no round, so the other ranks take no part (this rank is between rounds:
+ * it is blocking). */
+static oxr_status_t run_lookup(oxr_boot *b, const int *ranks, int n, uint64_t seq, void *out,
+			       size_t len)
+{
+	struct run *r = b->impl;
+	uint8_t h[OXR_RUN_HDR_BYTES + OXR_RUN_LOOKUP_BYTES + 4 * OXR_RUN_LOOKUP_MAX];
+	size_t body = OXR_RUN_LOOKUP_BYTES + 4 * (size_t)n;
+	oxr_status_t st;
+	int i;
+
+	if (n == 1)
+		begin(r, "lookup of rank %d's bytes of publish #%llu", ranks[0],
+		      (unsigned long long)seq);
+	else
+		begin(r, "lookup of %d ranks' bytes of publish #%llu", n, (unsigned long long)seq);
+	if (seq < 1 || seq > r->seq)
+		return oxr_err(OXR_ERR_INVAL, "%s: this rank has published up to #%u", r->what,
+			       r->seq);
+	if (n < 1 || n > OXR_RUN_LOOKUP_MAX || len > OXR_RUN_MAX_BLOB / (size_t)n)
+		return oxr_err(OXR_ERR_LIMIT, "%s: %d x %zu bytes, over oxr-run's limits of %d "
+			       "ranks and 64 MiB", r->what, n, len, OXR_RUN_LOOKUP_MAX);
+	put_hdr(h, OXR_RUN_OP_LOOKUP, (uint32_t)seq, body);
+	oxr_store64(h + OXR_RUN_HDR_BYTES, len, 1);
+	oxr_store32(h + OXR_RUN_HDR_BYTES + 8, (uint32_t)n, 1);
+	for (i = 0; i < n; i++)
+		oxr_store32(h + OXR_RUN_HDR_BYTES + OXR_RUN_LOOKUP_BYTES + 4 * i, (uint32_t)ranks[i],
+			    1);
+	st = xfer(r, h, OXR_RUN_HDR_BYTES + body, 1);
+	if (!st)
+		st = read_reply(r, (uint32_t)seq, (uint64_t)n * len, OXR_ERR_INVAL);
+	if (!st)
+		st = xfer(r, out, (size_t)n * len, 0);
+	return st;
 }
 
 static void run_close(oxr_boot *b)
@@ -201,6 +281,9 @@ static const struct oxr_boot_ops run_ops = {
 	.allgather = run_allgather,
 	.barrier = run_barrier,
 	.close = run_close,
+	.publish = run_publish,
+	.lookup = run_lookup,
+	.batch = 1,
 };
 
 #define FROM_OXR_RUN "oxr-run sets it: start the program with oxr-run -n N PROGRAM"
@@ -341,7 +424,7 @@ static oxr_status_t hello(struct run *r, long rank, const uint8_t token[OXR_TOKE
 	memcpy(h + 12, token, OXR_TOKEN_BYTES);
 	st = xfer(r, h, sizeof(h), 1);
 	explicit_bzero(h, sizeof(h));
-	return st ? st : read_reply(r, 0, OXR_ERR_AUTH);
+	return st ? st : read_reply(r, 0, 0, OXR_ERR_AUTH);
 }
 
 oxr_status_t oxr_boot_run_open(oxr_boot *b)

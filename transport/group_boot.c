@@ -3,9 +3,12 @@
  * A group from the bootstrap.  Every rank listens and the endpoints go
  * round in one allgather.  Then, on demand (OXR_LINKS=ondemand), nothing
  * more: links open on first use (link_demand.c), and the listener joins
- * the group's epoll set.  Under PMIx on demand not even the allgather:
- * each rank publishes its endpoint and reads a peer's when its link
- * opens (direct modex), so a rank fetches the endpoints it uses.  OXR_LINKS=eager wires every pair now: rank i
+ * the group's epoll set.  Under PMIx or oxr-run on demand not even the
+ * allgather: each rank publishes its endpoint and reads a peer's when its
+ * link opens (direct modex), so a rank fetches the endpoints it uses;
+ * from oxr-run, whose store is one process, it fetches its collectives'
+ * partners in one lookup at boot (prefetch_partners).
+ * OXR_LINKS=eager wires every pair now: rank i
  * connects to every lower rank in turn and accepts every higher one, in
  * whatever order they come.  No cycle of waits: a rank accepts as soon as
  * its own connects are done, and rank 0 connects to nobody, so by induction
@@ -70,6 +73,43 @@ static int eager(const oxr_ctx *c)
 						   c->prov != &oxr_tcp_provider);
 }
 
+/*
+ * Where a lookup is a round trip to one central store (oxr-run), the
+ * endpoints of the ranks 2^k away either way come in one lookup now: they
+ * are the partners of the collectives (the dissemination barrier, the
+ * binomial trees from rank 0, the ring, the revoke's overlay, the crystal
+ * router at a power of 2), and a lookup each when their links open would
+ * queue thousands at that store while the ranks wait.  Per rank: one
+ * request of 2 ceil(log2 P) ranks, 64 bytes an endpoint back.
+ */
+static oxr_status_t prefetch_partners(oxr_group *g, struct endpoint *all)
+{
+	int ranks[OXR_BOOT_LOOKUP_MAX], n = 0, d, s, i;
+	struct endpoint *got;
+	oxr_status_t st;
+
+	for (d = 1; d < g->size && n + 2 <= OXR_BOOT_LOOKUP_MAX; d <<= 1)
+		for (s = -1; s <= 1; s += 2) {
+			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
+			for (i = 0; i < n && ranks[i] != p; i++)
+				;
+			if (p != g->rank && i == n)
+				ranks[n++] = p;
+		}
+	if (!n)
+		return OXR_OK;
+	if (!(got = calloc((size_t)n, sizeof(*got))))
+		return oxr_err(OXR_ERR_NOMEM, "group: out of memory");
+	st = oxr_boot_lookup_batch(g->boot, ranks, n, g->boot_seq, got, sizeof(*got));
+	for (i = 0; st == OXR_OK && i < n; i++)
+		/* a malformed one stays unknown: its link's lookup then says so */
+		if (oxr_load32(got[i].port, OXR_ORDER_LITTLE) &&
+		    memchr(got[i].host, 0, sizeof(got[i].host)))
+			all[ranks[i]] = got[i];
+	free(got);
+	return st == OXR_ERR_UNSUPPORTED ? OXR_OK : st;
+}
+
 /* The group keeps the endpoints and takes connects in its progress engine. */
 static oxr_status_t listen_on_demand(oxr_group *g, int port, struct endpoint *all)
 {
@@ -117,6 +157,8 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 			all[g->rank] = me;
 			g->boot = b;
 			oxr_boot_hold(b);
+			if (st == OXR_OK)
+				st = prefetch_partners(g, all);
 		} else {
 			st = oxr_boot_allgather(b, &me, sizeof(me), all);
 		}

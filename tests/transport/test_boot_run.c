@@ -17,6 +17,7 @@
 
 #define RUN OXR_BIN_DIR "/oxr-run"
 #define CHILD OXR_BIN_DIR "/boot_child"
+#define RAW OXR_BIN_DIR "/boot_raw"
 /* Well under OXR_BOOT_TIMEOUT's 60 s: a rank left waiting for a dead one
  * runs into this, not into its own timeout. */
 #define HANG_S 30
@@ -98,6 +99,77 @@ Test(boot_run, rank_dies)
 	cr_assert_eq(r.rc, 1, "exit %d\n%s", r.rc, r.err);
 	cr_assert(strstr(r.err, "oxr-run: rank 1 (pid ") &&
 		  strstr(r.err, ") exited with status 3\n"), "%s", r.err);
+	run_free(&r);
+}
+
+/* Every rank publishes, then looks up every rank's blob and checks it, in
+ * two rounds' tables, one rank at a time and all in one batch; at 8 ranks,
+ * and at 1 (it looks itself up). */
+Test(boot_run, publish_lookup)
+{
+	expect_ranks(8, "lookup");
+	expect_ranks(1, "lookup");
+}
+
+/* Lookups of a rank out of range (alone, and in a batch with good ones),
+ * of a round that was an allgather, of a later round and of the wrong
+ * length fail with what was wrong, to the
+ * rank that asked alone: the rendezvous goes on for all (an allgather and
+ * good lookups after them). */
+Test(boot_run, lookup_errors)
+{
+	struct run r = run_v(RUN, "-n", "4", CHILD, "lookup-bad");
+
+	cr_assert_eq(r.rc, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
+	cr_assert_str_eq(r.err, "");
+	cr_assert(strstr(r.out, "rank 3: lookup error: lookup of rank 4's bytes of publish #2: "
+			 "oxr-run: rank 4 is out of range (-n 4)\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "rank 3: lookup error: lookup of rank 0's bytes of publish #1: "
+			 "oxr-run: publish #1 is unknown: no publish round of that number has "
+			 "completed (the last was #2)\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "rank 3: lookup error: lookup of rank 0's bytes of publish #3: "
+			 "this rank has published up to #2\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "rank 3: lookup error: lookup of rank 0's bytes of publish #2: "
+			 "oxr-run: rank 0 published 64 bytes in #2, not the 32 asked for\n"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "rank 3: lookup error: lookup of 3 ranks' bytes of publish #2: "
+			 "oxr-run: rank 9 is out of range (-n 4)\n"), "%s", r.out);
+	cr_assert_eq(count_of(r.out, "lookup error"), 5, "%s", r.out);
+	run_free(&r);
+}
+
+/* Rank 0 looks up while the other ranks wait in an allgather (and all look
+ * up while its replies go out): the round completes, every blob right. */
+Test(boot_run, lookup_during_round)
+{
+	expect_ranks(5, "lookup-during");
+}
+
+/* A rank of protocol version 1 (allgathers only) among ranks of version 2:
+ * oxr-run still takes it, and their rounds work together. */
+Test(boot_run, hello_version_1)
+{
+	struct run r = run_v(RUN, "-n", "3", "/bin/sh", "-c",
+			     "[ \"$OXR_RUN_RANK\" = 1 ] && exec \"$1\" v1; exec \"$0\" ok", CHILD,
+			     RAW);
+
+	cr_assert_eq(r.rc, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
+	cr_assert_str_eq(r.err, "");
+	cr_assert_eq(count_of(r.out, "rank 1 size 3 kind raw-v1\n"), 1, "%s", r.out);
+	cr_assert_eq(count_of(r.out, " kind oxr-run\n"), 2, "%s", r.out);
+	run_free(&r);
+}
+
+/* A version this oxr-run does not speak is refused with a message saying
+ * which it does. */
+Test(boot_run, hello_version_unknown)
+{
+	struct run r = run_v(RUN, "-n", "1", RAW, "v3");
+
+	cr_assert_eq(r.rc, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
+	cr_assert_str_eq(r.out, "refused: protocol version 3; this oxr-run speaks 1 to 2\n");
+	expect_err(r, "oxr-run: refused a connection from 127.0.0.1:");
+	expect_err(r, ": protocol version 3; this oxr-run speaks 1 to 2\n");
 	run_free(&r);
 }
 
@@ -392,6 +464,28 @@ Test(boot_run, split_publish_join)
 	}
 	expect_err(r, "--publish");
 	cr_assert_null(strstr(r.err, "not mode 600"), "%s", r.err);
+	run_free(&r);
+}
+
+/* The same split, the ranks publishing and looking up: the tables live in
+ * the --publish oxr-run, where the joined host's ranks look up too. */
+Test(boot_run, split_publish_join_lookup)
+{
+	static const char script[] =
+		"d=$(mktemp -d) || exit 99; \"$0\" -n 5 --ranks 0-2 --publish \"$d/rv\" \"$1\" lookup & "
+		"p=$!; i=0; until [ -e \"$d/rv\" ] || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
+		"\"$0\" -n 5 --ranks 3-4 --join \"$d/rv\" \"$1\" lookup; b=$?; wait $p; a=$?; "
+		"rm -rf \"$d\"; exit $((a * 16 + b))";
+	struct run r = run_v("/bin/sh", "-c", script, RUN, CHILD);
+	char want[64];
+	int i;
+
+	cr_assert_eq(r.rc, 0, "exit %d (16 x the publisher's + the joiner's)\nstdout:\n%s\n"
+		     "stderr:\n%s", r.rc, r.out, r.err);
+	for (i = 0; i < 5; i++) {
+		snprintf(want, sizeof(want), "rank %d size 5 kind oxr-run\n", i);
+		cr_assert_eq(count_of(r.out, want), 1, "'%s' not once in:\n%s", want, r.out);
+	}
 	run_free(&r);
 }
 
