@@ -16,13 +16,13 @@
 oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out)
 {
 	oxr_group *g;
-	int i;
 
 	if (!c || !out || nserver < 1 || nserver > (1 << 20) || rank < 0 || rank >= nserver)
 		return oxr_err(OXR_ERR_INVAL, "group: bad nserver %d or rank %d", nserver, rank);
 	g = calloc(1, sizeof(*g));
 	if (g)
 		g->revoke_failed = -1;
+	/* one pointer a rank: untouched pages of it cost nothing */
 	if (!g || !(g->links = calloc((size_t)nserver, sizeof(*g->links)))) {
 		free(g);
 		return oxr_err(OXR_ERR_NOMEM, "group: out of memory for %d ranks", nserver);
@@ -36,8 +36,6 @@ oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out
 		free(g);
 		return oxr_err(OXR_ERR_IO, "group: epoll_create1 or arena failed");
 	}
-	for (i = 0; i < nserver; i++)
-		g->links[i].fd = -1;
 	g->ctx = c;
 	g->size = nserver;
 	g->rank = rank;
@@ -59,10 +57,10 @@ void oxr_group_destroy(oxr_group *g)
 	}
 	oxr_say_bye(g);
 	oxr_demand_free(g); /* links still opening stay closed */
-	for (i = 0; i < g->size; i++)
-		oxr_link_drain(g, &g->links[i]);
-	for (i = 0; i < g->size; i++)
-		oxr_link_close(g, &g->links[i]);
+	for (i = 0; i < g->nused; i++)
+		oxr_link_drain(g, g->links[g->used[i]]);
+	for (i = 0; i < g->nused; i++)
+		oxr_link_close(g, g->links[g->used[i]]);
 	oxr_link_engine_free(g);
 	for (i = 0; i < g->nlis; i++)
 		close(g->lis[i].fd);
@@ -71,7 +69,10 @@ void oxr_group_destroy(oxr_group *g)
 	free(g->sh_commit);
 	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
+	for (i = 0; i < g->nused; i++)
+		free(g->links[g->used[i]]);
 	free(g->links);
+	free(g->used);
 	free(g->spare_op);
 	free(g);
 }
@@ -163,7 +164,7 @@ static oxr_status_t check_link(oxr_group *g, int peer_rank, int mode, int accept
 	    (peer_rank < 0 && (!acceptor || mode == OXR_LINK_OPENXM)))
 		return oxr_err(OXR_ERR_INVAL, "%s: bad peer rank %d or mode %d (rank %d of %d)",
 			       what, peer_rank, mode, g->rank, g->size);
-	if (peer_rank >= 0 && link_up(&g->links[peer_rank]))
+	if (peer_rank >= 0 && link_up(link_peek(g, peer_rank)))
 		return oxr_err(OXR_ERR_INVAL, "%s: a link to rank %d is already open", what,
 			       peer_rank);
 	if (*timeout_ms < 0)
@@ -237,7 +238,7 @@ oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank
 
 int oxr_link_is_open(const oxr_group *g, int peer)
 {
-	return peer >= 0 && peer < g->size && link_up(&g->links[peer]);
+	return peer >= 0 && peer < g->size && link_up(link_peek(g, peer));
 }
 
 int oxr_group_links_on_demand(const oxr_group *g)
@@ -249,28 +250,28 @@ int oxr_link_lost(oxr_group *g, int peer)
 {
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return 0;
-	if (g->links[peer].state == LINK_NONE)
+	if (link_peek(g, peer)->state == LINK_NONE)
 		(void)oxr_link_want(g, peer); /* a failure to open leaves it down */
-	return link_down(&g->links[peer]);
+	return link_down(link_peek(g, peer));
 }
 
 const char *oxr_link_transport(const oxr_group *g, int peer)
 {
 	if (!oxr_link_is_open(g, peer))
 		return NULL;
-	return g->links[peer].ops->name;
+	return g->links[peer]->ops->name;
 }
 
 int oxr_link_same_host(const oxr_group *g, int peer)
 {
-	return oxr_link_is_open(g, peer) ? g->links[peer].same_host : -1;
+	return oxr_link_is_open(g, peer) ? g->links[peer]->same_host : -1;
 }
 
 oxr_status_t oxr_link_order(const oxr_group *g, int peer, int *order)
 {
 	if (!oxr_link_is_open(g, peer))
 		return oxr_err(OXR_ERR_INVAL, "no open link to rank %d", peer);
-	*order = g->links[peer].order;
+	*order = g->links[peer]->order;
 	return OXR_OK;
 }
 
@@ -307,15 +308,15 @@ oxr_status_t oxr_send(oxr_group *g, int peer, const oxr_ox_msg *m)
 	if (st == OXR_OK && !(++g->quiet_sends & 15))
 		(void)oxr_progress_once(g, 0);
 	if (st && !op->done) /* the engine itself failed: give up the link, not the memory */
-		oxr_link_fail(g, &g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
+		oxr_link_fail(g, g->links[peer], st, "send to rank %d: %s", peer, oxr_errmsg());
 	if (st == OXR_OK)
 		st = op->st;
 	/* a revoke that dropped the send leaves this link's message empty: say
 	 * who revoked, or which rank failed, as a receive would */
-	if (st == OXR_ERR_REVOKED && g->epoch_revoked && !g->links[peer].errmsg[0])
+	if (st == OXR_ERR_REVOKED && g->epoch_revoked && !g->links[peer]->errmsg[0])
 		st = oxr_err(OXR_ERR_REVOKED, "send to rank %d: %s", peer, g->revoke_msg);
 	else if (st)
-		oxr_err_keep(g->links[peer].errmsg);
+		oxr_err_keep(g->links[peer]->errmsg);
 	free(op->mem);
 	/* kept for the next send: a blocking send's op never outlives it, and
 	 * a small message's path is short enough for a calloc to show */
@@ -348,7 +349,7 @@ static oxr_status_t pop_msg(oxr_group *g, struct link *l, oxr_rmsg **out)
  * message there is goes to the oldest unmatched receive of that peer. */
 static void match_posted(oxr_group *g, int peer)
 {
-	struct link *l = &g->links[peer];
+	struct link *l = g->links[peer]; /* check_peer made it */
 	oxr_req **pp = &g->posted, *r;
 
 	while (*pp && (l->rq_head || link_gone(l))) {
@@ -382,7 +383,7 @@ struct recv_wait {
 static int have_msg(void *arg)
 {
 	struct recv_wait *w = arg;
-	struct link *l = &w->g->links[w->peer];
+	struct link *l = w->g->links[w->peer];
 
 	match_posted(w->g, w->peer);
 	return l->rq_head || link_gone(l);
@@ -397,7 +398,9 @@ static oxr_status_t check_peer(oxr_group *g, int peer, const char *what)
 			       what, peer, g->rank, g->size);
 	/* a receive opens the link too: a peer that died before it sent
 	 * anything shows as a failed open, not as a wait that never ends */
-	return g->links[peer].state == LINK_NONE ? oxr_link_want(g, peer) : OXR_OK;
+	if (!oxr_link_slot(g, peer))
+		return OXR_ERR_NOMEM;
+	return g->links[peer]->state == LINK_NONE ? oxr_link_want(g, peer) : OXR_OK;
 }
 
 oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)
@@ -408,7 +411,7 @@ oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg **out)
 
 	if (st)
 		return st;
-	l = &g->links[peer];
+	l = g->links[peer];
 	if (!have_msg(&w)) {
 		st = oxr_progress_until(g, have_msg, &w, timeout_ms);
 		if (st)
@@ -489,8 +492,8 @@ static oxr_status_t req_status(oxr_req *r)
 			 r->peer);
 		return oxr_revoked_err(r->g, what);
 	}
-	if (r->st && r->g->links[r->peer].errmsg[0])
-		oxr_err_keep(r->g->links[r->peer].errmsg);
+	if (r->st && r->g->links[r->peer]->errmsg[0])
+		oxr_err_keep(r->g->links[r->peer]->errmsg);
 	return r->st;
 }
 
@@ -530,7 +533,7 @@ void oxr_req_free(oxr_req *r)
 	if (r->op && !r->op->started) {
 		/* not begun: it leaves the queue, so the caller's memory it points
 		 * at may go as soon as this returns */
-		struct link *l = &r->g->links[r->peer];
+		struct link *l = r->g->links[r->peer];
 		struct sendop **pp;
 		for (pp = &l->sq_head; *pp && *pp != r->op; pp = &(*pp)->next)
 			;
@@ -551,7 +554,7 @@ void oxr_req_free(oxr_req *r)
 		(void)oxr_progress_until(r->g, req_is_done, r, -1);
 		r->g->hold_revoke--;
 		if (r->op) { /* the engine itself failed: the op must not outlive us */
-			oxr_link_fail(r->g, &r->g->links[r->peer], OXR_ERR_IO,
+			oxr_link_fail(r->g, r->g->links[r->peer], OXR_ERR_IO,
 				      "a send freed half written");
 			if (r->op) {
 				r->op->req = NULL;

@@ -12,13 +12,13 @@
 
 oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out)
 {
-	int p;
+	int i;
 
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "group_stats: NULL argument");
 	memset(out, 0, sizeof(*out));
-	for (p = 0; p < g->size; p++) {
-		const struct link *l = &g->links[p];
+	for (i = 0; i < g->nused; i++) {
+		const struct link *l = g->links[g->used[i]];
 		if (l->state == LINK_OPENING)
 			out->links_opening++;
 		if (!link_up(l))

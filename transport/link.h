@@ -99,6 +99,21 @@ static inline int link_gone(const struct link *l)
 	return !link_up(l) && l->state != LINK_OPENING;
 }
 
+/* What the link to a rank never used reads as: NONE, no socket (never
+ * written: it is const, in read-only memory). */
+extern const struct link oxr_link_none;
+
+/* The link to rank p as it stands, to look at (p in range). */
+static inline const struct link *link_peek(const oxr_group *g, int p)
+{
+	return g->links[p] ? g->links[p] : &oxr_link_none;
+}
+
+/* link_handle.c: the link to rank p, made on its first use (NULL: out of
+ * memory, with the error set); it stays, at one address, until the group
+ * ends. */
+struct link *oxr_link_slot(oxr_group *g, int p);
+
 /* link_handle.c: the one place a link's state changes (see above). */
 void oxr_link_to(struct link *l, enum link_state to);
 /* The peer closed l between messages (how groups end): ENDED, not FAILED. */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -72,9 +73,42 @@ void oxr_link_quiet_socket(oxr_group *g, struct link *l)
 	oxr_link_socket_end(g, l, k);
 }
 
+const struct link oxr_link_none = { .fd = -1, .peer = -1 };
+
+/* Per rank a group holds one pointer (8 bytes x P, untouched pages cost
+ * nothing) and, once the rank is used, its struct link and its place in
+ * used[]: memory follows the links a rank opens, not P. */
+struct link *oxr_link_slot(oxr_group *g, int p)
+{
+	struct link *l = g->links[p];
+
+	if (l)
+		return l;
+	if (g->nused == g->used_cap) {
+		int cap = g->used_cap ? 2 * g->used_cap : 16;
+		int *u = realloc(g->used, (size_t)cap * sizeof(*u));
+		if (!u) {
+			oxr_err(OXR_ERR_NOMEM, "link to rank %d: out of memory", p);
+			return NULL;
+		}
+		g->used = u;
+		g->used_cap = cap;
+	}
+	if (!(l = calloc(1, sizeof(*l)))) {
+		oxr_err(OXR_ERR_NOMEM, "link to rank %d: out of memory", p);
+		return NULL;
+	}
+	l->fd = -1;
+	l->peer = p;
+	g->used[g->nused++] = p;
+	return g->links[p] = l;
+}
+
+/* A rank without a link reads as oxr_link_none, which a provider only
+ * looks at (no priv, not up). */
 struct link *oxr_link_at(oxr_group *g, int peer)
 {
-	return &g->links[peer];
+	return (struct link *)link_peek(g, peer);
 }
 
 void *oxr_link_priv(const struct link *l)

@@ -403,7 +403,7 @@ static int rank_wanted(struct oxr_hs *h, uint32_t claimed)
 		return (int)claimed == h->want ? 0 : OXR_REF_RANK;
 	if (h->demand)
 		return oxr_demand_claim(g, h, (int)claimed);
-	return (int)claimed > g->rank && !link_up(&g->links[claimed]) ? 0 : OXR_REF_RANK;
+	return (int)claimed > g->rank && !link_up(link_peek(g, (int)claimed)) ? 0 : OXR_REF_RANK;
 }
 
 static oxr_status_t a_hello(struct oxr_hs *h)

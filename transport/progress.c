@@ -121,12 +121,17 @@ void oxr_link_closed_by_peer(oxr_group *g, struct link *l)
 oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const struct oxr_link_hs *hs,
 			     const char *addr, const struct oxr_link_ops *ops, void *priv)
 {
-	struct link *l = &g->links[peer];
+	struct link *l = oxr_link_slot(g, peer);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)peer };
 	oxr_status_t st;
 
 	struct sendop *sq_head = NULL, *sq_tail = NULL;
 
+	if (!l) {
+		close(fd);
+		destroy_priv(g, ops, priv);
+		return OXR_ERR_NOMEM;
+	}
 	if (link_up(l)) {
 		close(fd);
 		destroy_priv(g, ops, priv);
@@ -218,6 +223,7 @@ int oxr_link_buffered(const struct link *l)
 void oxr_link_close(oxr_group *g, struct link *l)
 {
 	struct recvq *q, *qn;
+	int peer;
 
 	if (l->state != LINK_NONE)
 		oxr_link_fail(g, l, OXR_ERR_CLOSED, "link to rank %d closed", l->peer);
@@ -232,8 +238,10 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	free(l->sh_map[1]);
 	destroy_priv(g, l->ops, l->priv);
 	oxr_demand_drop_link(g, l);
+	peer = l->peer; /* the slot stays that rank's */
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
+	l->peer = peer;
 }
 
 void oxr_link_update_events(oxr_group *g, struct link *l)
@@ -432,7 +440,7 @@ void oxr_link_write(oxr_group *g, struct link *l)
  */
 static void heartbeat(oxr_group *g)
 {
-	int h = g->ctx->heartbeat_ms, p, away;
+	int h = g->ctx->heartbeat_ms, i, away;
 	int64_t now;
 
 	if (!h || (now = oxr_now_ms()) < g->beat_check)
@@ -441,8 +449,9 @@ static void heartbeat(oxr_group *g)
 	 * is judged on that stretch (their beats may wait unread) */
 	away = g->beat_check && now - g->beat_check > h / 3;
 	g->beat_check = now + (h >= 6 ? h / 6 : 1);
-	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		struct link *l = g->links[p];
 		oxr_ox_msg beat = { .tag = OXR_OX_PRIVATE_BEAT, .cmo = oxr_cmo_null() };
 		if (p == g->rank || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
@@ -492,12 +501,16 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * system call of about 1 us, more than the rest of the round */
 	if (!(round & 15))
 		heartbeat(g);
-	/* handshakes in flight have deadlines; a sleep must not pass them by */
-	if (g->nhs || g->nwaiting) {
-		if (!(round & 15))
+	/* handshakes in flight have deadlines; a sleep must not pass them by
+	 * (a spinning round looks at them one time in 16, with the clock) */
+	if ((g->nhs || g->nwaiting) && (timeout_ms != 0 || !(round & 15))) {
+		int64_t now = oxr_now_ms(), left;
+		if (!g->demand_due || now >= g->demand_due)
 			oxr_demand_tick(g);
-		if (timeout_ms < 0 || timeout_ms > 20)
-			timeout_ms = 20;
+		left = g->demand_due ? g->demand_due - now + 1 : 0;
+		if ((g->nhs || g->nwaiting) && timeout_ms != 0 &&
+		    (timeout_ms < 0 || timeout_ms > left))
+			timeout_ms = left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
 	}
 	if (g->ctx->heartbeat_ms && (timeout_ms < 0 || timeout_ms > g->ctx->heartbeat_ms / 6))
 		timeout_ms = g->ctx->heartbeat_ms / 6 + 1; /* a sleep must not skip a beat */
@@ -528,8 +541,8 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 	 * add what little room came back; epoll_wait takes no lock and says
 	 * writable when a third of the buffer is free. */
 	if (timeout_ms == 0 && !g->pgroup && !g->hgroup && g->size == 2 && g->fd_links == 1) {
-		struct link *l = &g->links[1 - g->rank];
-		if (link_up(l) && !l->sq_head) {
+		struct link *l = g->links[1 - g->rank];
+		if (l && link_up(l) && !l->sq_head) {
 			if (l->events & EPOLLIN)
 				oxr_link_read(g, l);
 			return OXR_OK;
@@ -552,7 +565,7 @@ oxr_status_t oxr_progress_once(oxr_group *g, int timeout_ms)
 			oxr_demand_event(g, ev[i].data.u32, ev[i].events);
 			continue;
 		}
-		l = &g->links[ev[i].data.u32];
+		l = g->links[ev[i].data.u32]; /* registered: it has its slot */
 		if (!fd_stream(l) && (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) {
 			if (link_up(l))
 				l->ops->fd_event(g, l);
@@ -646,7 +659,8 @@ static oxr_status_t queue(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req *
 	if (peer < 0 || peer >= g->size || peer == g->rank)
 		return oxr_err(OXR_ERR_INVAL, "send: rank %d is not a peer of rank %d (group of %d)",
 			       peer, g->rank, g->size);
-	l = &g->links[peer];
+	if (!(l = oxr_link_slot(g, peer)))
+		return OXR_ERR_NOMEM;
 	if (!link_up(l) && (st = oxr_link_want(g, peer)))
 		return st;
 	if ((op = g->spare_op)) { /* the one oxr_send kept */

@@ -113,7 +113,9 @@ struct oxr_provider {
 
 	/* Windows: memory near the device, its registration for remote
 	 * write (revoke: the key dies at once, the handle stays), the
-	 * per-epoch state puts need (win_open, win_ready), a new epoch. */
+	 * per-epoch state puts need (win_open, win_ready), a new epoch.
+	 * mem_alloc's memory is zeroed and its pages untouched (mmap), so a
+	 * window sized by P costs only the slots its writers fill. */
 	void *(*mem_alloc)(oxr_ctx *c, size_t len);
 	void (*mem_free)(oxr_ctx *c, void *p, size_t len);
 	oxr_status_t (*win_reg)(oxr_group *g, void *base, size_t len, struct oxr_prov_mr **mr,

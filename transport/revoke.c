@@ -120,7 +120,7 @@ static void forward_overlay(oxr_group *g, int from, int origin)
 			if (p == g->rank || p == from || i < n)
 				continue;
 			sent[n++] = p;
-			if (!link_down(&g->links[p]))
+			if (!link_down(link_peek(g, p)))
 				forward(g, p, origin);
 		}
 }
@@ -128,7 +128,7 @@ static void forward_overlay(oxr_group *g, int from, int origin)
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 {
 	va_list ap;
-	int p;
+	int i;
 
 	if (g->epoch_revoked)
 		return;
@@ -139,20 +139,20 @@ void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
 	va_end(ap);
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: group %016llx epoch %u revoked: %s", g->rank,
 		(unsigned long long)g->gid, g->epoch, g->revoke_msg);
-	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
-		if (p == g->rank || link_gone(l))
-			continue;
-		oxr_link_revoke_queues(g, l);
+	for (i = 0; i < g->nused; i++) {
+		struct link *l = g->links[g->used[i]];
+		if (!link_gone(l))
+			oxr_link_revoke_queues(g, l);
 	}
 	oxr_windows_revoked(g);
 	if (g->eps) {
 		forward_overlay(g, from, origin);
 		return;
 	}
-	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
-		if (p == g->rank || p == from || !link_up(l) || l->mode != OXR_LINK_AUTH)
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		struct link *l = g->links[p];
+		if (p == from || !link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
 		forward(g, p, origin);
 	}
@@ -179,13 +179,14 @@ void oxr_revoke_failed(oxr_group *g, struct link *l)
 
 void oxr_say_bye(oxr_group *g)
 {
-	int p;
+	int i;
 
 	(void)oxr_group_enter(g, OXR_GA_CLOSING);
-	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		struct link *l = g->links[p];
 		oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_BYE };
-		if (p == g->rank || !link_up(l) || l->mode != OXR_LINK_AUTH)
+		if (!link_up(l) || l->mode != OXR_LINK_AUTH)
 			continue;
 		oxr_arena_reset(g->scratch);
 		/* a revoked group still says goodbye */
@@ -345,7 +346,7 @@ static int agreed(struct balls *b)
 	for (; b->rounds <= n; b->rounds++) {
 		if (b->rounds > 0 && !(g->agree_got[s] & 1u << (b->rounds - 1))) {
 			int src = agree_partner(g, b->rounds - 1, -1);
-			struct link *l = &g->links[src];
+			const struct link *l = link_peek(g, src);
 			if (!link_down(l)) {
 				if (l->state == LINK_NONE) /* a dead partner shows only so */
 					(void)oxr_link_want(g, src);
@@ -362,7 +363,7 @@ static int agreed(struct balls *b)
 		}
 	}
 	for (k = 0; k < n; k++)
-		if (g->links[agree_partner(g, k, 1)].state == LINK_OPENING)
+		if (link_peek(g, agree_partner(g, k, 1))->state == LINK_OPENING)
 			return 0;
 	if (g->agree_failed[s] && b->st == OXR_OK) {
 		b->st = OXR_ERR_PEER;
@@ -382,12 +383,12 @@ static int agreed(struct balls *b)
  */
 static int ball_out(const oxr_group *g, int p)
 {
-	return g->links[p].mode != OXR_LINK_OPENXM || p > g->rank;
+	return link_peek(g, p)->mode != OXR_LINK_OPENXM || p > g->rank;
 }
 
 static int ball_in(const oxr_group *g, int p)
 {
-	return g->links[p].mode != OXR_LINK_OPENXM || p < g->rank;
+	return link_peek(g, p)->mode != OXR_LINK_OPENXM || p < g->rank;
 }
 
 int oxr_link_new_epoch(const oxr_group *g, const struct link *l)
@@ -403,12 +404,13 @@ static int all_balls(void *arg)
 {
 	struct balls *b = arg;
 	oxr_group *g = b->g;
-	int p, all = 1;
+	int i, all = 1;
 
-	for (p = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		struct link *l = g->links[p];
 		int owed = ball_in(g, p);
-		if (p == g->rank || (!link_up(l) && !link_down(l)))
+		if (!link_up(l) && !link_down(l))
 			continue;
 		/* what the peer sent before it went comes first: its ball may be there */
 		while (owed && !l->ball_seen && l->rq_head) {
@@ -453,13 +455,15 @@ void oxr_reset_link_opened(oxr_group *g, struct link *l)
  */
 static void drop_from_above(oxr_group *g)
 {
-	int p;
+	int i;
 
 	(void)oxr_progress_once(g, 0);
-	for (p = g->rank + 1; p < g->size; p++)
-		if (!ball_in(g, p))
-			while (g->links[p].rq_head)
-				oxr_rmsg_free(oxr_link_take(&g->links[p]));
+	for (i = 0; i < g->nused; i++) {
+		struct link *l = g->links[g->used[i]];
+		if (l->peer > g->rank && !ball_in(g, l->peer))
+			while (l->rq_head)
+				oxr_rmsg_free(oxr_link_take(l));
+	}
 }
 
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
@@ -467,18 +471,20 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	struct balls b = { g, OXR_OK, "", 0 };
 	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
 	oxr_status_t st = OXR_OK;
-	int p;
+	int i;
 
 	if ((st = oxr_group_enter(g, OXR_GA_RESETTING)))
 		return st;
 	g->revoke_next = 0;
-	for (p = 0; p < g->size; p++)
-		g->links[p].ball_seen = 0;
+	for (i = 0; i < g->nused; i++)
+		g->links[g->used[i]]->ball_seen = 0;
 	drop_from_above(g);
 	/* a ball already queued (the peer entered the reset first) counts in all_balls */
-	for (p = 0; p < g->size && st == OXR_OK; p++)
-		if (p != g->rank && link_up(&g->links[p]) && ball_out(g, p))
+	for (i = 0; i < g->nused && st == OXR_OK; i++) {
+		int p = g->used[i];
+		if (link_up(g->links[p]) && ball_out(g, p))
 			st = oxr_queue_internal(g, p, &ball);
+	}
 	g->balls_phase = 1;
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
@@ -504,9 +510,9 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 		g->revoke_msg[0] = 0;
 	st = oxr_windows_rekey(g, timeout_ms);
 	oxr_group_leave(g);
-	for (p = 0; p < g->size; p++) {
-		g->links[p].ball_seen = 0;
-		oxr_link_note_balls(&g->links[p]);
+	for (i = 0; i < g->nused; i++) {
+		g->links[g->used[i]]->ball_seen = 0;
+		oxr_link_note_balls(g->links[g->used[i]]);
 	}
 	if (st == OXR_OK && g->revoke_next) {
 		char why[sizeof(g->revoke_msg)];

@@ -115,21 +115,22 @@ static int round_done(void *arg)
 	if (g->sh_commit)
 		return 1;
 	for (p = 0; p < g->size; p++)
-		if (p != g->rank && has(x->alive, p) && link_up(&g->links[p]) &&
-		    g->links[p].sh_round[x->round & 1] != x->round + 1)
+		if (p != g->rank && has(x->alive, p) && link_up(link_peek(g, p)) &&
+		    g->links[p]->sh_round[x->round & 1] != x->round + 1)
 			return 0;
 	return 1;
 }
 
 static void free_shrink_state(oxr_group *g)
 {
-	int p;
+	int i;
 
-	for (p = 0; p < g->size; p++) {
-		free(g->links[p].sh_map[0]);
-		free(g->links[p].sh_map[1]);
-		g->links[p].sh_map[0] = g->links[p].sh_map[1] = NULL;
-		g->links[p].sh_round[0] = g->links[p].sh_round[1] = 0;
+	for (i = 0; i < g->nused; i++) {
+		struct link *l = g->links[g->used[i]];
+		free(l->sh_map[0]);
+		free(l->sh_map[1]);
+		l->sh_map[0] = l->sh_map[1] = NULL;
+		l->sh_round[0] = l->sh_round[1] = 0;
 	}
 	free(g->sh_commit);
 	g->sh_commit = NULL;
@@ -145,7 +146,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		struct round_wait x = { g, alive, round };
 		int same = 1;
 		for (p = 0; p < g->size; p++)
-			if (p != g->rank && has(alive, p) && link_up(&g->links[p]) &&
+			if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)) &&
 			    (st = send_shrink(g, p, round, PROPOSE, alive)))
 				return st;
 		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
@@ -155,7 +156,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 			break;
 		}
 		for (p = 0; p < g->size; p++) {
-			struct link *l = &g->links[p];
+			const struct link *l = link_peek(g, p);
 			const uint8_t *theirs = l->sh_map[round & 1];
 			size_t i;
 			if (p == g->rank || !has(alive, p))
@@ -173,7 +174,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		}
 		if (same) {
 			for (p = 0; p < g->size; p++)
-				if (p != g->rank && has(alive, p) && link_up(&g->links[p]))
+				if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)))
 					(void)send_shrink(g, p, round, COMMIT, alive);
 			break;
 		}
@@ -187,8 +188,8 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 /* Moves the links of the ranks in alive to their new numbers. */
 static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 {
-	struct link *nl;
-	int p, n = 0, me = 0;
+	struct link **nl;
+	int p, n = 0, me = 0, nused = 0;
 
 	for (p = 0; p < g->size; p++)
 		if (has(alive, p))
@@ -198,28 +199,32 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory for %d ranks", n);
 	g->fd_links = 0;
 	for (p = 0, n = 0; p < g->size; p++) {
-		struct link *l = &g->links[p];
+		struct link *l = g->links[p];
 		if (!has(alive, p)) {
-			oxr_link_close(g, l);
+			if (l) {
+				oxr_link_close(g, l);
+				free(l);
+			}
 			continue;
 		}
 		if (p == g->rank) {
 			me = n;
-			nl[n].fd = -1;
-		} else {
-			nl[n] = *l;
-			nl[n].peer = n;
-			if (nl[n].fd >= 0) {
-				struct epoll_event ev = { .events = nl[n].events, .data.u32 = (uint32_t)n };
-				epoll_ctl(g->epfd, EPOLL_CTL_MOD, nl[n].fd, &ev);
+		} else if (l) {
+			nl[n] = l;
+			l->peer = n;
+			g->used[nused++] = n; /* used[] keeps up: a rank's new number is no higher */
+			if (l->fd >= 0) {
+				struct epoll_event ev = { .events = l->events, .data.u32 = (uint32_t)n };
+				epoll_ctl(g->epfd, EPOLL_CTL_MOD, l->fd, &ev);
 			}
-			if (nl[n].priv && nl[n].ops->renumber)
-				nl[n].ops->renumber(nl[n].priv, n);
-			if (link_up(&nl[n]) && (nl[n].ops->caps & OXR_LINK_CAP_FD_STREAM))
+			if (l->priv && l->ops->renumber)
+				l->ops->renumber(l->priv, n);
+			if (link_up(l) && (l->ops->caps & OXR_LINK_CAP_FD_STREAM))
 				g->fd_links++;
 		}
 		n++;
 	}
+	g->nused = nused;
 	if (g->eps) { /* the survivors' endpoints, in their new order */
 		for (p = 0, n = 0; p < g->size; p++)
 			if (has(alive, p))
@@ -243,7 +248,7 @@ static int none_opening(void *arg)
 	int p;
 
 	for (p = 0; p < g->size; p++)
-		if (g->links[p].state == LINK_OPENING)
+		if (link_peek(g, p)->state == LINK_OPENING)
 			return 0;
 	return 1;
 }
@@ -258,7 +263,7 @@ static oxr_status_t open_all(oxr_group *g, int timeout_ms)
 	if (!g->eps)
 		return OXR_OK;
 	for (p = 0; p < g->size; p++)
-		if (p != g->rank && g->links[p].state == LINK_NONE)
+		if (p != g->rank && link_peek(g, p)->state == LINK_NONE)
 			(void)oxr_link_want(g, p); /* a failure marks the rank dead */
 	g->hold_revoke++; /* the group is revoked: this wait must go on */
 	st = oxr_progress_until(g, none_opening, g, timeout_ms);
@@ -286,7 +291,7 @@ oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
 		return st;
 	}
 	for (p = 0; p < g->size; p++)
-		if (p == g->rank || link_up(&g->links[p]))
+		if (p == g->rank || link_up(link_peek(g, p)))
 			alive[p / 8] |= (uint8_t)(1u << (p % 8));
 	/* a revoked group may still agree */
 	if ((st = oxr_group_enter(g, OXR_GA_SHRINKING))) {

@@ -74,7 +74,11 @@ struct oxr_group {
 	int have_token;
 	uint8_t token[32];
 	int epfd;
-	struct link *links;     /* [size] */
+	/* [size]: NULL until the rank is first used (oxr_link_slot); used[]
+	 * lists the ranks that have one, so that what visits links costs the
+	 * links there are, not P */
+	struct link **links;
+	int *used, nused, used_cap;
 	struct listener *lis;
 	int nlis;
 	oxr_arena *scratch;     /* frames built by the library itself */
@@ -114,6 +118,7 @@ struct oxr_group {
 	int demand_lfd;
 	struct oxr_hs **hs;
 	int nhs, hs_cap, nwaiting;
+	int64_t demand_due;     /* ms: the first of their deadlines (0: look again) */
 	uint64_t handshakes, handshakes_refused;
 	int balls_phase;        /* a reset waits for balls: a link opening now owes one */
 	/* the reset's agreement (revoke.c), by epoch parity: the rounds that

@@ -36,6 +36,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "oxr_internal.h"
 #include "link.h"
@@ -134,15 +135,16 @@ struct all_descs {
 static int have_all_descs(void *arg)
 {
 	struct all_descs *x = arg;
-	int p;
+	int i;
 
-	for (p = 0; p < x->g->size; p++)
-		if (p != x->g->rank && link_up(&x->g->links[p]) &&
-		    x->g->links[p].mode == OXR_LINK_AUTH) {
+	for (i = 0; i < x->g->nused; i++) {
+		int p = x->g->used[i];
+		if (link_up(x->g->links[p]) && x->g->links[p]->mode == OXR_LINK_AUTH) {
 			struct rwin *r = find_rwin(x->g, p, x->id);
 			if (!r || r->epoch != x->g->epoch)
 				return 0;
 		}
+	}
 	return !x->g->ctx->prov->win_ready || x->g->ctx->prov->win_ready(x->g);
 }
 
@@ -150,7 +152,7 @@ static int have_all_descs(void *arg)
  * to those whose link can put. */
 static int can_put(const struct link *l)
 {
-	return (l->ops->caps & OXR_LINK_CAP_PUT) != 0;
+	return l->ops && (l->ops->caps & OXR_LINK_CAP_PUT) != 0;
 }
 
 /* The network provider (0) or the host's (1), NULL when it has none. */
@@ -203,7 +205,7 @@ static oxr_status_t regs_make(oxr_group *g, oxr_win *w)
  * when a link opens); the rkey only where p's link can put. */
 static oxr_status_t announce_to(oxr_group *g, const oxr_win *w, int p)
 {
-	int i = reg_of(g, &g->links[p]);
+	int i = reg_of(g, g->links[p]); /* p's link is open */
 	uint64_t addr = i >= 0 ? w->reg[i].addr : 0;
 	uint32_t v[7] = { w->id, g->epoch, (uint32_t)((uint64_t)w->len >> 32), (uint32_t)w->len,
 			  (uint32_t)(addr >> 32), (uint32_t)addr, i >= 0 ? w->reg[i].rkey : 0 };
@@ -217,11 +219,13 @@ static oxr_status_t announce_to(oxr_group *g, const oxr_win *w, int p)
 static oxr_status_t announce(oxr_group *g, const oxr_win *w)
 {
 	oxr_status_t st = OXR_OK;
-	int p;
+	int i;
 
-	for (p = 0; p < g->size && st == OXR_OK; p++)
-		if (p != g->rank && link_up(&g->links[p]) && g->links[p].mode == OXR_LINK_AUTH)
+	for (i = 0; i < g->nused && st == OXR_OK; i++) {
+		int p = g->used[i];
+		if (link_up(g->links[p]) && g->links[p]->mode == OXR_LINK_AUTH)
 			st = announce_to(g, w, p);
+	}
 	return st;
 }
 
@@ -252,7 +256,7 @@ static int have_desc(void *arg)
 	struct one_desc *x = arg;
 	struct rwin *r = find_rwin(x->g, x->peer, x->id);
 
-	if (link_gone(&x->g->links[x->peer]))
+	if (link_gone(link_peek(x->g, x->peer)))
 		return 1;
 	return r && r->epoch == x->g->epoch &&
 	       (!x->g->ctx->prov->win_ready || x->g->ctx->prov->win_ready(x->g));
@@ -278,12 +282,13 @@ oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out)
 
 	if (!g || !out)
 		return oxr_err(OXR_ERR_INVAL, "win_alloc: NULL argument");
-	if (mem_prov(g->ctx)->mem_alloc) {
+	/* zeroed without a memset: a window sized by P (the barrier's slot
+	 * per sender) must not touch pages no sender writes */
+	if (mem_prov(g->ctx)->mem_alloc)
 		p = mem_prov(g->ctx)->mem_alloc(g->ctx, len);
-		if (p && len)
-			memset(p, 0, len); /* hwloc's mmap is zeroed; its fallbacks need not be */
-	} else if (!posix_memalign(&p, 4096, len ? len : 1))
-		memset(p, 0, len);
+	else if ((p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+		p = NULL;
 	if (!p)
 		return oxr_err(OXR_ERR_NOMEM, "win_alloc: no memory for a %zu-byte window", len);
 	*out = p;
@@ -297,7 +302,7 @@ void oxr_win_free(oxr_group *g, void *p, size_t len)
 	if (mem_prov(g->ctx)->mem_free)
 		mem_prov(g->ctx)->mem_free(g->ctx, p, len);
 	else
-		free(p);
+		munmap(p, len ? len : 1);
 }
 
 oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, int timeout_ms,
@@ -373,9 +378,9 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 	/* on demand, a link that opened after this window was made may still
 	 * have the peer's descriptor on the way: wait for it as for a new link */
 	if (!r && peer >= 0 && peer < g->size && peer != g->rank &&
-	    !(r = fetch_rwin(g, peer, id)) && link_down(&g->links[peer])) {
-		oxr_err_keep(g->links[peer].errmsg);
-		return g->links[peer].err;
+	    !(r = fetch_rwin(g, peer, id)) && link_down(link_peek(g, peer))) {
+		oxr_err_keep(g->links[peer]->errmsg);
+		return g->links[peer]->err;
 	}
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
@@ -417,8 +422,8 @@ oxr_status_t oxr_put(oxr_group *g, int peer, uint32_t id, uint64_t offset, const
 
 	if (st)
 		return st;
-	if (r->rdma && can_put(&g->links[peer])) {
-		struct link *l = &g->links[peer];
+	if (r->rdma && can_put(link_peek(g, peer))) {
+		struct link *l = g->links[peer];
 		struct oxr_put_note n = { .id = id, .epoch = g->epoch, .value = notify,
 					  .offset = offset };
 
@@ -437,8 +442,8 @@ oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint64_t offs
 	if (st)
 		return st;
 	/* no note to carry, so never the stream: the device lands every size */
-	if (r->rdma && can_put(&g->links[peer])) {
-		struct link *l = &g->links[peer];
+	if (r->rdma && can_put(link_peek(g, peer))) {
+		struct link *l = g->links[peer];
 
 		return l->ops->put(g, l, r->addr + offset, r->rkey, src, len);
 	}

@@ -671,9 +671,10 @@ void *oxr_vdev_alloc(const struct oxr_vdev *d, size_t len)
 	if (!d->topo) {
 		if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), len))
 			return NULL;
-		return p;
+		return memset(p, 0, len);
 	}
-	/* Both from hwloc (its mmap on Linux), so one hwloc_free fits both. */
+	/* Both from hwloc (its mmap on Linux: zeroed pages, touched only when
+	 * used), so one hwloc_free fits both. */
 	if (d->numa_node >= 0 &&
 	    (node = hwloc_get_numanode_obj_by_os_index(d->topo, (unsigned)d->numa_node)))
 		p = hwloc_alloc_membind(d->topo, len, node->nodeset, HWLOC_MEMBIND_BIND,

@@ -81,10 +81,10 @@ struct ibv_qp *oxr_vcreate_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 int oxr_vdestroy_qp(struct ibv_qp *qp);
 void oxr_vdev_counts(uint64_t *qps, uint64_t *mrs, uint64_t *pinned);
 
-/* Page-aligned memory on the device's NUMA node for rings and windows
- * (hwloc_alloc_membind; plain hwloc or posix_memalign memory when the
- * node is unknown or binding fails); NULL when out of memory.  Free with
- * oxr_vdev_free, with the same d and len. */
+/* Page-aligned zeroed memory on the device's NUMA node for rings and
+ * windows (hwloc_alloc_membind; plain hwloc or posix_memalign memory when
+ * the node is unknown or binding fails); NULL when out of memory.  Free
+ * with oxr_vdev_free, with the same d and len. */
 void *oxr_vdev_alloc(const struct oxr_vdev *d, size_t len);
 void oxr_vdev_free(const struct oxr_vdev *d, void *p, size_t len);
 
