@@ -441,6 +441,18 @@ Test(boot_env, bad_run_variables)
 	expect_open_fails(OXR_ERR_INVAL, "OXR_BOOT_TIMEOUT=soon");
 }
 
+/* Each of the n ranks of a split run said who it is, once. */
+static void every_rank_once(const struct run *r, int n)
+{
+	char want[64];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "rank %d size %d kind oxr-run\n", i, n);
+		cr_assert_eq(count_of(r->out, want), 1, "'%s' not once in:\n%s", want, r->out);
+	}
+}
+
 /* Ranks split over two oxr-runs as over two hosts: 0-1 with the rendezvous
  * (--publish), 2-4 joining it (--join); the token goes by a 0600 file. */
 Test(boot_run, split_publish_join)
@@ -453,15 +465,10 @@ Test(boot_run, split_publish_join)
 		"\"$0\" -n 2 --ranks 0-0 --publish \"$d/rv\" /bin/true; e=$?; "
 		"rm -rf \"$d\"; exit $((a * 16 + b + (e == 0) * 8))";
 	struct run r = run_v("/bin/sh", "-c", script, RUN, CHILD);
-	char want[64];
-	int i;
 
 	cr_assert_eq(r.rc, 0, "exit %d (16 x the publisher's + the joiner's; 8: an existing file "
 		     "was published over)\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
-	for (i = 0; i < 5; i++) {
-		snprintf(want, sizeof(want), "rank %d size 5 kind oxr-run\n", i);
-		cr_assert_eq(count_of(r.out, want), 1, "'%s' not once in:\n%s", want, r.out);
-	}
+	every_rank_once(&r, 5);
 	expect_err(r, "--publish");
 	cr_assert_null(strstr(r.err, "not mode 600"), "%s", r.err);
 	run_free(&r);
@@ -477,15 +484,10 @@ Test(boot_run, split_publish_join_lookup)
 		"\"$0\" -n 5 --ranks 3-4 --join \"$d/rv\" \"$1\" lookup; b=$?; wait $p; a=$?; "
 		"rm -rf \"$d\"; exit $((a * 16 + b))";
 	struct run r = run_v("/bin/sh", "-c", script, RUN, CHILD);
-	char want[64];
-	int i;
 
 	cr_assert_eq(r.rc, 0, "exit %d (16 x the publisher's + the joiner's)\nstdout:\n%s\n"
 		     "stderr:\n%s", r.rc, r.out, r.err);
-	for (i = 0; i < 5; i++) {
-		snprintf(want, sizeof(want), "rank %d size 5 kind oxr-run\n", i);
-		cr_assert_eq(count_of(r.out, want), 1, "'%s' not once in:\n%s", want, r.out);
-	}
+	every_rank_once(&r, 5);
 	run_free(&r);
 }
 
