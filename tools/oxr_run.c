@@ -119,8 +119,8 @@ struct pub {
  * between reading and writing, so an event costs O(1) (poll would scan all
  * P each time); a round costs O(P) once, when it completes (P replies) and
  * when its replies are out (the parked requests of the next one); a lookup
- * is O(log publishes).  Memory: O(P) for the connections and the rank
- * tables, plus each publish's P blobs.
+ * of k ranks is O(k + log publishes).  Memory: O(P) for the connections
+ * and the rank tables, plus each publish's P blobs.
  */
 struct oxrun {
 	int n, lfd, sfd, epfd;

@@ -8,8 +8,12 @@
  *                              synchronization requests towards the rank
  *                              that sees all ones, which sends the
  *                              establishment back; requests follow a
- *                              binomial tree rooted at rank (s mod n) for
- *                              barrier number s.  2(n-1) writes per
+ *                              k-nomial tree (OXR_BARRIER_RADIX) rooted
+ *                              at rank (s mod n) for barrier number s, or
+ *                              at rank 0 always where links open on
+ *                              demand (oxr_group_links_on_demand: a moving
+ *                              root would open new links in every
+ *                              barrier).  2(n-1) writes per
  *                              barrier: a rank sends about 2 and receives
  *                              about 2 on average, the root ceil(log2 n)
  *                              each; 2 ceil(log2 n) hops.
