@@ -71,7 +71,8 @@ static const char usage_text[] =
 	"                     and the one-time token to FILE (new, mode 0600), for the\n"
 	"                     --join of the other hosts (a file both can read); it\n"
 	"                     holds what the ranks publish, so it serves until the\n"
-	"                     other hosts' ranks have closed their bootstrap too\n"
+	"                     other hosts' ranks have closed their bootstrap too, or\n"
+	"                     their host stopped answering (TCP keepalive, 25 s)\n"
 	"  --join FILE        serve no rendezvous: this host's ranks join the one FILE\n"
 	"                     names (written by --publish)\n"
 	"\n"
@@ -749,6 +750,28 @@ static void on_writable(struct oxrun *o, struct conn *c)
 	end_reply(o);
 }
 
+/*
+ * A --publish oxr-run serves the other hosts' ranks until they close their
+ * bootstrap (their lookups need the tables here).  A host that is powered
+ * off closes nothing: its connections would keep oxr-run up until
+ * --timeout.  Keepalive probes end them: after KEEP_IDLE_S quiet seconds,
+ * KEEP_CNT unanswered probes KEEP_INTVL_S apart (25 s in all); a live rank's
+ * kernel answers them however long its program computes.
+ */
+#define KEEP_IDLE_S 10
+#define KEEP_INTVL_S 5
+#define KEEP_CNT 3
+
+static void keep_alive(int fd)
+{
+	int on = 1, idle = KEEP_IDLE_S, intvl = KEEP_INTVL_S, cnt = KEEP_CNT;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
 static struct conn *new_conn(struct oxrun *o, int fd, const struct sockaddr_in *sa)
 {
 	struct epoll_event ev = { .events = conn_events(C_HELLO) };
@@ -779,6 +802,7 @@ static struct conn *new_conn(struct oxrun *o, int fd, const struct sockaddr_in *
 	inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip));
 	snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(sa->sin_port));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	keep_alive(fd);
 	o->conns[o->nconns++] = c;
 	return c;
 }
