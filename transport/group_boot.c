@@ -84,18 +84,10 @@ static int eager(const oxr_ctx *c)
  */
 static oxr_status_t prefetch_partners(oxr_group *g, struct endpoint *all)
 {
-	int ranks[OXR_BOOT_LOOKUP_MAX], n = 0, d, s, i;
+	int ranks[OXR_BOOT_LOOKUP_MAX], n = oxr_overlay_partners(g, ranks, OXR_BOOT_LOOKUP_MAX), i;
 	struct endpoint *got;
 	oxr_status_t st;
 
-	for (d = 1; d < g->size && n + 2 <= OXR_BOOT_LOOKUP_MAX; d <<= 1)
-		for (s = -1; s <= 1; s += 2) {
-			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
-			for (i = 0; i < n && ranks[i] != p; i++)
-				;
-			if (p != g->rank && i == n)
-				ranks[n++] = p;
-		}
 	if (!n)
 		return OXR_OK;
 	if (!(got = calloc((size_t)n, sizeof(*got))))

@@ -94,6 +94,21 @@ void oxr_demand_forget(oxr_group *g, struct oxr_hs *h)
 	g->nhs--;
 }
 
+int oxr_overlay_partners(const oxr_group *g, int *out, int max)
+{
+	int n = 0, d, s, i;
+
+	for (d = 1; d < g->size && n + 2 <= max; d <<= 1)
+		for (s = -1; s <= 1; s += 2) {
+			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
+			for (i = 0; i < n && out[i] != p; i++)
+				;
+			if (p != g->rank && i == n)
+				out[n++] = p;
+		}
+	return n;
+}
+
 static struct link *driven(oxr_group *g, struct oxr_hs *h)
 {
 	struct link *l = h->peer >= 0 ? g->links[h->peer] : NULL;

@@ -83,6 +83,10 @@ oxr_status_t oxr_link_want(oxr_group *g, int peer);
 void oxr_demand_event(oxr_group *g, uint32_t key, uint32_t events);
 /* Deadlines and retries of handshakes in flight; *wait_ms: when next due. */
 void oxr_demand_tick(oxr_group *g);
+/* The ranks 2^k away either way round the group, each once, not this rank
+ * (at most 2 ceil(log2 P), fewer than max): the overlay of the revoke and
+ * the partners of the collectives.  Returns how many went into out. */
+int oxr_overlay_partners(const oxr_group *g, int *out, int max);
 /* Whether the rank a verified connector claims may open its link now (0),
  * or the refusal: the race rules of simultaneous opens (link_demand.c). */
 int oxr_demand_claim(oxr_group *g, struct oxr_hs *h, int claimed);

@@ -110,19 +110,11 @@ static void forward(oxr_group *g, int p, int origin)
  */
 static void forward_overlay(oxr_group *g, int from, int origin)
 {
-	int sent[64], n = 0, d, s, i;
+	int to[64], n = oxr_overlay_partners(g, to, 64), i;
 
-	for (d = 1; d < g->size; d <<= 1)
-		for (s = -1; s <= 1; s += 2) {
-			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
-			for (i = 0; i < n && sent[i] != p; i++)
-				;
-			if (p == g->rank || p == from || i < n)
-				continue;
-			sent[n++] = p;
-			if (!link_down(link_peek(g, p)))
-				forward(g, p, origin);
-		}
+	for (i = 0; i < n; i++)
+		if (to[i] != from && !link_down(link_peek(g, to[i])))
+			forward(g, to[i], origin);
 }
 
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
