@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * oxr_barrier: the barrier cores (barrier_core.h) driven over one-sided
- * writes.  Each rank's window holds 2 slots per sender (barrier number
- * parity), so concurrent writes of different senders, and a sender's
- * writes of two overlapping barriers, never share bytes.
+ * writes.  Each rank's window holds the slots of the core's layout: per
+ * barrier number parity, one per rank that can write to this one (a tree
+ * or round neighbour), each with that one sender, so concurrent writes of
+ * different senders, and a sender's writes of two overlapping barriers,
+ * never share bytes; O(radix log n) slots, not one per rank.
  *
  * Invariant: when a note is taken, the slot it names holds the write it
  * announces or a later one from the same sender (puts land in order per
- * sender), and a later one is of a later barrier in the other slot's
- * parity, or of barrier s+2, which its sender can only reach after this
- * rank took barrier s's write; so reading the slot at note time never
- * loses a write, and reading a slot twice is harmless (the cores' ORs
- * and round marks are idempotent).
+ * sender, and nobody else writes that slot), and a later one is of a
+ * later barrier in the other parity's half, or of barrier s+2, which its
+ * sender can only reach after this rank took barrier s's write; so reading
+ * the slot at note time never loses a write, and reading a slot twice is
+ * harmless (the cores' ORs and round marks are idempotent).  A write whose
+ * place or length no slot has, or that its slot's sender cannot have sent,
+ * fails the barrier (OXR_ERR_PROTO, naming the writer).
  */
 #include <sched.h>
 #include <stdio.h>
@@ -38,11 +42,11 @@ struct oxr_barrier {
 	uint32_t id;
 	bar_core c;
 	uint8_t *mem;
-	size_t slot, len;
+	size_t len;
 	long spin_us;
 	oxr_barrier_counts st;
 	uint64_t *rbits; /* an arriving bitmap, copied out of the slot */
-	uint8_t *sbuf;   /* a request being written: header and register */
+	uint8_t *sbuf;   /* a request being written: header and bits */
 	char why[256];   /* the sticky failure */
 	oxr_status_t err;
 };
@@ -109,15 +113,19 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	if (!b)
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory");
 	b->g = g;
-	b->slot = bar_slot_bytes(n);
-	b->len = b->slot * 2 * (size_t)n;
+	if (core_init(b, a == OXR_BARRIER_BITMAP ? BAR_ALG_BITMAP : BAR_ALG_DISSEM, (int)radix)) {
+		oxr_barrier_destroy(b);
+		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
+	}
+	/* one rank has no slots; a window has bytes */
+	b->len = bar_core_window_bytes(&b->c);
+	b->len = b->len ? b->len : sizeof(bar_hdr);
 	/* the window near the HCA: its bitmaps are written by DMA */
 	if (oxr_win_alloc(g, b->len, &mem) == OXR_OK)
 		b->mem = mem;
 	b->rbits = calloc((size_t)(n + 63) / 64, 8);
-	b->sbuf = calloc(1, b->slot);
-	if (!b->mem || !b->rbits || !b->sbuf ||
-	    core_init(b, a == OXR_BARRIER_BITMAP ? BAR_ALG_BITMAP : BAR_ALG_DISSEM, (int)radix)) {
+	b->sbuf = calloc(1, sizeof(bar_hdr) + 8 * (size_t)((n + 63) / 64));
+	if (!b->mem || !b->rbits || !b->sbuf) {
 		oxr_barrier_destroy(b);
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	}
@@ -137,7 +145,8 @@ void oxr_barrier_destroy(oxr_barrier_t *b)
 		return;
 	oxr_win_destroy(b->w);
 	bar_core_free(&b->c);
-	oxr_win_free(b->g, b->mem, b->len);
+	if (b->mem)
+		oxr_win_free(b->g, b->mem, b->len);
 	free(b->rbits);
 	free(b->sbuf);
 	free(b);
@@ -178,15 +187,14 @@ static oxr_status_t flush(oxr_barrier_t *b)
 		oxr_status_t st;
 
 		memcpy(buf, &m->h, sizeof(bar_hdr));
-		if (m->with_bits) {
-			/* header and register go as one write */
+		if (m->nbits) {
+			/* header and bits go as one write */
+			len += 8 * (size_t)((m->nbits + 63) / 64);
 			memcpy(b->sbuf, &m->h, sizeof(bar_hdr));
-			memcpy(b->sbuf + sizeof(bar_hdr), b->c.bits, (size_t)b->c.nwords * 8);
+			memcpy(b->sbuf + sizeof(bar_hdr), b->c.wire, len - sizeof(bar_hdr));
 			src = b->sbuf;
-			len = b->slot;
 		}
-		st = oxr_put(b->g, m->to, b->id,
-			     ((uint64_t)b->c.rank * 2 + (m->h.seq & 1)) * b->slot, src, len,
+		st = oxr_put(b->g, m->to, b->id, bar_core_slot_offset(&b->c, m->slot), src, len,
 			     m->h.kind);
 		if (st == OXR_OK) {
 			b->st.puts_sent++;
@@ -212,22 +220,36 @@ static oxr_status_t flush(oxr_barrier_t *b)
 	return bad >= 0 ? fail(b, OXR_ERR_PEER, "") : OXR_OK;
 }
 
+/* A write this rank refuses: the barrier fails here, and its neighbours
+ * are told (the writer blamed), with what was wrong. */
+static oxr_status_t refuse(oxr_barrier_t *b, int from, const char *what)
+{
+	char why[200];
+
+	snprintf(why, sizeof(why), "a malformed write from rank %d: %s", from, what);
+	fail(b, OXR_ERR_PROTO, why);
+	bar_refuse(&b->c, from, what); /* nothing new where the core refused it */
+	flush(b);
+	return fail(b, OXR_ERR_PROTO, "");
+}
+
+/* Reads the slot the note names, as it is now (see the invariant). */
 static oxr_status_t take(oxr_barrier_t *b, const oxr_win_note *note, int *state)
 {
-	size_t at = (size_t)note->offset;
-	int from = (int)(at / (2 * b->slot));
+	int s = bar_core_slot_at(&b->c, note->offset);
+	size_t nb;
 	bar_hdr h;
 
 	b->st.puts_received++;
 	b->st.last_received++;
-	if (at % b->slot || from != note->peer || note->len < sizeof(bar_hdr)) {
-		b->c.odd++;
-		return OXR_OK;
-	}
-	memcpy(&h, b->mem + at, sizeof(h));
-	if (h.kind == BAR_REQ)
-		memcpy(b->rbits, b->mem + at + sizeof(h), (size_t)b->c.nwords * 8);
-	*state = bar_core_arrive(&b->c, from, &h, h.kind == BAR_REQ ? b->rbits : NULL);
+	if (s < 0 || note->len < sizeof(bar_hdr) || note->len > bar_core_slot_bytes(&b->c, s))
+		return refuse(b, note->peer, "no slot of its window starts and ends there");
+	nb = note->len - sizeof(bar_hdr);
+	memcpy(&h, b->mem + note->offset, sizeof(h));
+	memcpy(b->rbits, b->mem + note->offset + sizeof(h), nb);
+	*state = bar_core_arrive(&b->c, note->peer, s, &h, b->rbits, (int)(8 * nb));
+	if (*state < 0 && b->c.bad)
+		return refuse(b, b->c.failed_rank, b->c.bad);
 	return flush(b);
 }
 
@@ -242,11 +264,11 @@ static int64_t now_us(void)
 /* A direct dependency whose link is down ends the wait. */
 static int dead_peer(oxr_barrier_t *b)
 {
-	int peers[256], k = bar_core_waits_on(&b->c, peers, 256), i;
+	int k = bar_core_waits_on(&b->c), i;
 
 	for (i = 0; i < k; i++)
-		if (oxr_link_lost(b->g, peers[i]))
-			return peers[i];
+		if (oxr_link_lost(b->g, b->c.peers[i].rank))
+			return b->c.peers[i].rank;
 	return -1;
 }
 

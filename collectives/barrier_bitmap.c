@@ -21,7 +21,8 @@
  * barrier, not one per change.  The root's register is then all ones
  * exactly when everybody entered.  Establishment travels down the same
  * tree: a rank told by its parent tells its children, which are the ranks
- * still "1" in the patent's S24 AND of the packet's and its own register.
+ * still "1" in the patent's S24 AND of the packet's and its own register
+ * (the establishment itself carries no bits: the tree says who they are).
  * Per barrier that is 2(n-1) writes in all; a rank sends and receives
  * one per child and one to or from its parent, at most about
  * 2 (radix-1) log_radix(n) for the root and 2 on average.  Where links
@@ -31,28 +32,64 @@
  * per rank after n barriers, against 2 on average for one tree; at 1,024
  * ranks on 2 cores a rotating barrier took 5 s against 0.6 s).
  *
+ * The register and the wire.  Ranks are numbered relative to the root of
+ * their barrier (v = rank - root mod n); each register holds its barrier's
+ * relative ranks (the register of the next barrier, filled by requests
+ * that come early, those of the next root).  The subtree of v is the
+ * contiguous range [v, v + span(v)), and a rank's register never holds
+ * more than its subtree, so a request carries only that range, bit i for
+ * relative rank v + i: the patent's n-bit register stays n bits in the
+ * rank's memory (the root needs all of it), but no write carries more
+ * than the sender's subtree.
+ *
+ * The window.  Rank r's tree neighbours, whatever the root, are the ranks
+ * r + e (its children) and r - e (its parent), e = d radix^l of an edge
+ * label j = l (radix-1) + d-1, 1 <= d < radix, e < n: the k-nomial edges
+ * join v and v + d radix^l, and rotation moves both ends alike.  So the
+ * window has per sequence parity one slot per label and direction, each
+ * with a single sender that never changes: child slot j (sender r + e,
+ * taking its requests; bits min(radix^l, n - e), the largest subtree a
+ * child over that edge can have) and parent slot E + j (sender r - e,
+ * establishments; header only), E labels in all.  Two parities, because
+ * barriers s and s+1 overlap and s+2 cannot (barrier_core.c).  A sender
+ * knows its slot: the label of the edge to its parent is the lowest
+ * nonzero base-radix digit of its own v and that digit's place.
+ *
+ * Per rank, with E = #{(l, d): d radix^l < n} <= (radix-1) ceil(log_radix n):
+ *   window  4E slots, 2 * (2E * 16 + 8 * sum_j ceil(bits_j / 64)) bytes
+ *           <= 80 E + (n-1)/4 bytes, since the child slots' bits add up
+ *           to n-1 (the ranges [d radix^l, (d+1) radix^l) tile [1, n));
+ *           at the default radix 16: 1,024 ranks 132 slots, 2,784 B;
+ *           100,000 ranks 244 slots, 29,328 B (the old window of 2n slots
+ *           of 16 + n/8 bytes: 294,912 B and 2.5 GB);
+ *   memory  three n-bit registers (this barrier's, the next's, a request's).
+ * A slot per sender instead would be O(n) slots of O(n) bits: O(n^2).
+ *
  * Invariant: a rank completes barrier s only after the root of s saw all
  * n bits, and the root's bits come only from requests, each sent by a rank
- * that had entered s and whose subtree had all entered s; so nobody leaves
- * before everybody entered.  Every rank completes: the leaves' requests
- * need nothing, each request waits only on its children's, and each
- * establishment only on its parent's.
+ * that had entered s and whose subtree had all entered s, and each taken
+ * only into the range of its sender's subtree; so nobody leaves before
+ * everybody entered.  Every rank completes: the leaves' requests need
+ * nothing, each request waits only on its children's, and each
+ * establishment only on its parent's; every child of every rank has its
+ * own slot (no rank has more than E children), so none is ever refused.
  */
 #include "barrier_core.h"
 
-static int root_of(const bar_core *c)
+static int root_at(const bar_core *c, uint32_t seq)
 {
-	return c->fixed_root ? 0 : (int)(c->seq % (uint32_t)c->n);
+	return c->fixed_root ? 0 : (int)(seq % (uint32_t)c->n);
 }
 
-static int rel_of(const bar_core *c, int r)
+/* r's relative rank in barrier seq's tree, and back */
+static int rel_at(const bar_core *c, uint32_t seq, int r)
 {
-	return (r - root_of(c) + c->n) % c->n;
+	return (int)(((long long)r - root_at(c, seq) + c->n) % c->n);
 }
 
-static int abs_of(const bar_core *c, int v)
+static int abs_at(const bar_core *c, uint32_t seq, int v)
 {
-	return (v + root_of(c)) % c->n;
+	return (int)(((long long)v + root_at(c, seq)) % c->n);
 }
 
 /* R^j for the lowest nonzero base-R digit j of v; for the root the first
@@ -78,131 +115,234 @@ static int span(const bar_core *c, int v)
 	return (int)(m < c->n - v ? m : c->n - v);
 }
 
-static int parent(const bar_core *c, int v)
+/* The length d R^l of edge label j = l (R-1) + d-1, and R^l in *place. */
+static long long edge_len(const bar_core *c, int j, long long *place)
 {
-	long long m = low_power(c, v);
+	long long m = 1;
+	int l;
 
-	return (int)(v - ((v / m) % c->radix) * m);
+	for (l = j / (c->radix - 1); l > 0; l--)
+		m *= c->radix;
+	if (place)
+		*place = m;
+	return (j % (c->radix - 1) + 1) * m;
 }
 
-/* Children of v in relative ranks, into kids; returns how many. */
-static int children(const bar_core *c, int v, int *kids, int max)
+/* The label of the edge from v's parent to v (v != 0). */
+static int edge_of(const bar_core *c, int v)
 {
-	long long top = low_power(c, v), m;
-	int k = 0, d;
+	long long m = low_power(c, v), p;
+	int l = 0;
 
-	for (m = 1; m < top; m *= c->radix)
-		for (d = 1; d < c->radix; d++) {
-			long long ch = v + d * m;
-			if (ch >= c->n || k >= max)
-				break;
-			kids[k++] = (int)ch;
+	for (p = 1; p < m; p *= c->radix)
+		l++;
+	return l * (c->radix - 1) + (int)((v / m) % c->radix) - 1;
+}
+
+static int nedges(const bar_core *c)
+{
+	int j = 0;
+
+	while (edge_len(c, j, NULL) < c->n)
+		j++;
+	return j;
+}
+
+/* v's child over edge j, or -1: none there nor over any later edge,
+ * since the edges grow with j */
+static int child(const bar_core *c, int v, int j)
+{
+	long long e;
+
+	if (j >= c->nslots / 2)
+		return -1;
+	e = edge_len(c, j, NULL);
+	return e < low_power(c, v) && v + e < c->n ? (int)(v + e) : -1;
+}
+
+static int has_bit(const uint64_t *b, int v) { return (int)(b[v / 64] >> (v % 64) & 1); }
+
+static uint64_t low_mask(long long nbits)
+{
+	return nbits >= 64 ? ~0ull : (1ull << nbits) - 1;
+}
+
+/* The sender's part of its register, its subtree [v, v + nbits), into
+ * c->wire from bit 0 on. */
+static void to_wire(bar_core *c, int v, int nbits)
+{
+	int k;
+
+	for (k = 0; 64LL * k < nbits; k++) {
+		long long at = v + 64LL * k, q = at / 64;
+		int s = (int)(at % 64);
+		uint64_t w = c->bits[q] >> s;
+		if (s && q + 1 < c->nwords)
+			w |= c->bits[q + 1] << (64 - s);
+		c->wire[k] = w & low_mask(nbits - 64LL * k);
+	}
+}
+
+/* S11: ORs a request's nbits bits into reg from relative rank `at` on,
+ * returning how many were new.  at + nbits <= n. */
+static int or_in(const bar_core *c, uint64_t *reg, int at, const uint64_t *src, int nbits)
+{
+	int k, added = 0;
+
+	for (k = 0; 64LL * k < nbits; k++) {
+		uint64_t w = src[k] & low_mask(nbits - 64LL * k);
+		long long p = at + 64LL * k, q = p / 64;
+		int s = (int)(p % 64);
+		uint64_t lo = w << s, hi = s ? w >> (64 - s) : 0;
+		added += __builtin_popcountll(lo & ~reg[q]);
+		reg[q] |= lo;
+		if (hi && q + 1 < c->nwords) {
+			added += __builtin_popcountll(hi & ~reg[q + 1]);
+			reg[q + 1] |= hi;
 		}
-	return k;
-}
-
-static int has_bit(const uint64_t *b, int r) { return (int)(b[r / 64] >> (r % 64) & 1); }
-
-/* ORs src into dst (S11), returning how many bits were new. */
-static int or_in(const bar_core *c, uint64_t *dst, const uint64_t *src)
-{
-	int i, added = 0;
-
-	for (i = 0; i < c->nwords; i++) {
-		uint64_t w = src[i];
-		if (i == c->nwords - 1 && c->n % 64)
-			w &= (1ull << (c->n % 64)) - 1;
-		w &= ~dst[i];
-		added += __builtin_popcountll(w);
-		dst[i] |= w;
 	}
 	return added;
 }
 
+/* Where this rank writes its parent, in barrier c->seq (v != 0). */
+static bar_peer up(const bar_core *c, int v)
+{
+	long long m = low_power(c, v);
+	int p = (int)(v - ((v / m) % c->radix) * m);
+
+	return (bar_peer){ abs_at(c, c->seq, p), edge_of(c, v) };
+}
+
+/* ... and its child u over edge j: the child's parent slot */
+static bar_peer down(const bar_core *c, int u, int j)
+{
+	return (bar_peer){ abs_at(c, c->seq, u), c->nslots / 2 + j };
+}
+
 static int establish(bar_core *c)
 {
-	int kids[128], k, i;
+	int v = rel_at(c, c->seq, c->rank), j, u;
 
 	/* S05-S08 at the root, S21-S26 below it */
-	k = children(c, rel_of(c, c->rank), kids, 128);
-	for (i = 0; i < k; i++)
-		bar_push(c, abs_of(c, kids[i]), BAR_EST, 0, 0);
+	for (j = 0; (u = child(c, v, j)) >= 0; j++)
+		bar_push(c, down(c, u, j), BAR_EST, 0, 0);
 	return bar_complete(c);
 }
 
 /* S03/S13: is the register full, for this rank's part of the tree? */
 static int check(bar_core *c)
 {
-	int v = rel_of(c, c->rank);
+	int v = rel_at(c, c->seq, c->rank);
 
 	if (!c->entered || c->req_sent || c->have < span(c, v))
 		return 0;
 	if (v == 0)
 		return establish(c);
-	bar_push(c, abs_of(c, parent(c, v)), BAR_REQ, 0, 1);
+	to_wire(c, v, span(c, v));
+	bar_push(c, up(c, v), BAR_REQ, 0, span(c, v));
 	c->req_sent = 1;
 	return 0;
 }
 
 static int bm_enter(bar_core *c)
 {
-	if (!has_bit(c->bits, c->rank)) {
-		c->bits[c->rank / 64] |= 1ull << (c->rank % 64);
+	int v = rel_at(c, c->seq, c->rank);
+
+	if (!has_bit(c->bits, v)) {
+		c->bits[v / 64] |= 1ull << (v % 64);
 		c->have++;
 	}
 	return check(c);
 }
 
-static int bm_arrive(bar_core *c, int from, const bar_hdr *h, const uint64_t *bits)
+/* A request of barrier seq in child slot j, into reg (that barrier's):
+ * the new bits, or -1 when it is no request a child of this rank sends. */
+static int take_req(bar_core *c, uint32_t seq, uint64_t *reg, int j, const bar_hdr *h,
+		    const uint64_t *bits, int nbits)
 {
-	if (h->kind == BAR_REQ && bits) {
-		c->have += or_in(c, c->bits, bits);
-		return check(c);
+	int u = child(c, rel_at(c, seq, c->rank), j);
+
+	if (h->kind != BAR_REQ || j >= c->nslots / 2)
+		return bar_refuse(c, c->slot_from[j], "a write of a kind its slot does not take");
+	if (u < 0)
+		return bar_refuse(c, c->slot_from[j], "a request from a rank that is not "
+				  "a child of this one in that barrier's tree");
+	if (!bits || nbits < span(c, u))
+		return bar_refuse(c, c->slot_from[j], "a request shorter than its sender's subtree");
+	return or_in(c, reg, u, bits, span(c, u));
+}
+
+static int bm_arrive(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits)
+{
+	int v = rel_at(c, c->seq, c->rank), add;
+
+	if (h->kind == BAR_EST) {
+		/* only ever sent, by the parent, to a rank that has requested */
+		if (v != 0 && c->req_sent && j == c->nslots / 2 + edge_of(c, v))
+			return establish(c);
+		return bar_refuse(c, c->slot_from[j], "an establishment this rank did not wait for");
 	}
-	/* an establishment is only ever sent to a rank that has requested */
-	if (h->kind == BAR_EST && c->req_sent &&
-	    from == abs_of(c, parent(c, rel_of(c, c->rank))))
-		return establish(c);
-	c->odd++;
+	if ((add = take_req(c, c->seq, c->bits, j, h, bits, nbits)) < 0)
+		return -1;
+	c->have += add;
+	return check(c);
+}
+
+static int bm_early(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits)
+{
+	int add = take_req(c, c->seq + 1, c->next, j, h, bits, nbits);
+
+	if (add < 0)
+		return -1;
+	c->next_have += add;
 	return 0;
 }
 
-static void bm_early(bar_core *c, int from, const bar_hdr *h, const uint64_t *bits)
+static int bm_waits_on(const bar_core *c, bar_peer *peers)
 {
-	(void)from;
-	if (h->kind == BAR_REQ && bits)
-		c->next_have += or_in(c, c->next, bits);
-	else
-		c->odd++;
-}
-
-static int bm_waits_on(const bar_core *c, int *peers, int max)
-{
-	int kids[128], k, i, w = 0, v = rel_of(c, c->rank);
+	int v = rel_at(c, c->seq, c->rank), j, u, w = 0;
 
 	if (c->req_sent) {
-		if (max > 0)
-			peers[w++] = abs_of(c, parent(c, v));
+		peers[w++] = up(c, v);
 		return w;
 	}
-	k = children(c, v, kids, 128);
-	for (i = 0; i < k && w < max; i++)
-		if (!has_bit(c->bits, abs_of(c, kids[i])))
-			peers[w++] = abs_of(c, kids[i]);
+	for (j = 0; (u = child(c, v, j)) >= 0; j++)
+		if (!has_bit(c->bits, u))
+			peers[w++] = down(c, u, j);
 	return w;
 }
 
-static int bm_dependents(const bar_core *c, int *peers, int max)
+static int bm_dependents(const bar_core *c, bar_peer *peers)
 {
-	int kids[128], k, i, w = 0, v = rel_of(c, c->rank);
+	int v = rel_at(c, c->seq, c->rank), j, u, w = 0;
 
-	if (v != 0 && max > 0)
-		peers[w++] = abs_of(c, parent(c, v));
-	k = children(c, v, kids, 128);
-	for (i = 0; i < k && w < max; i++)
-		peers[w++] = abs_of(c, kids[i]);
+	if (v != 0)
+		peers[w++] = up(c, v);
+	for (j = 0; (u = child(c, v, j)) >= 0; j++)
+		peers[w++] = down(c, u, j);
 	return w;
 }
 
-const struct bar_algo bar_bitmap_algo = { bm_enter, bm_arrive, bm_early, bm_waits_on,
-					   bm_dependents };
+/* Child slots first (requests, with bits), then parent slots. */
+static int bm_nslots(const bar_core *c)
+{
+	return 2 * nedges(c);
+}
+
+static void bm_slot(const bar_core *c, int j, int *from, int *bits)
+{
+	int e_count = c->nslots / 2, up_slot = j >= e_count;
+	long long m, e = edge_len(c, up_slot ? j - e_count : j, &m);
+
+	*from = (int)(((long long)c->rank + (up_slot ? c->n - e : e)) % c->n);
+	*bits = up_slot ? 0 : (int)(m < c->n - e ? m : c->n - e);
+}
+
+/* a parent and a child over every edge */
+static int bm_maxpeers(const bar_core *c)
+{
+	return 1 + nedges(c);
+}
+
+const struct bar_algo bar_bitmap_algo = { bm_nslots, bm_slot, bm_maxpeers, bm_enter,
+					   bm_arrive, bm_early, bm_waits_on, bm_dependents };

@@ -13,12 +13,22 @@
  * write is kept even when it comes before this rank reached that round
  * (or entered at all), so no write is ever lost.  Every rank writes and
  * receives exactly ceil(log2 n) times per barrier.
+ *
+ * The window: slot k of each sequence parity's half is round k's, written
+ * only by rank - 2^k (the 2^k, k < ceil(log2 n), are distinct below n):
+ * 2 ceil(log2 n) slots of a header each.
  */
 #include "barrier_core.h"
 
 static int target(const bar_core *c, int k)
 {
 	return (int)((c->rank + (1LL << k)) % c->n);
+}
+
+/* round k's write: to target(k), into its slot k */
+static bar_peer round_to(const bar_core *c, int k)
+{
+	return (bar_peer){ target(c, k), k };
 }
 
 static int source(const bar_core *c, int k)
@@ -33,7 +43,7 @@ static int advance(bar_core *c)
 	while (c->round < c->rounds && (c->got >> c->round & 1)) {
 		c->round++;
 		if (c->round < c->rounds)
-			bar_push(c, target(c, c->round), BAR_ROUND, (uint32_t)c->round, 0);
+			bar_push(c, round_to(c, c->round), BAR_ROUND, (uint32_t)c->round, 0);
 	}
 	return c->round == c->rounds ? bar_complete(c) : 0;
 }
@@ -42,50 +52,70 @@ static int ds_enter(bar_core *c)
 {
 	c->round = 0;
 	if (c->rounds > 0)
-		bar_push(c, target(c, 0), BAR_ROUND, 0, 0);
+		bar_push(c, round_to(c, 0), BAR_ROUND, 0, 0);
 	return advance(c);
 }
 
-static int valid(bar_core *c, int from, const bar_hdr *h)
+/* Slot k takes round k's write of source(k) only (its sender checked). */
+static int valid(bar_core *c, int k, const bar_hdr *h)
 {
-	if (h->kind == BAR_ROUND && h->aux < (uint32_t)c->rounds && from == source(c, (int)h->aux))
+	if (h->kind == BAR_ROUND && h->aux == (uint32_t)k)
 		return 1;
-	c->odd++;
-	return 0;
+	return bar_refuse(c, c->slot_from[k], "a write that is not its slot's round");
 }
 
-static int ds_arrive(bar_core *c, int from, const bar_hdr *h, const uint64_t *bits)
+static int ds_arrive(bar_core *c, int k, const bar_hdr *h, const uint64_t *bits, int nbits)
 {
 	(void)bits;
-	if (!valid(c, from, h))
-		return 0;
-	c->got |= 1ull << h->aux;
+	(void)nbits;
+	if (valid(c, k, h) < 0)
+		return -1;
+	c->got |= 1ull << k;
 	return c->entered ? advance(c) : 0;
 }
 
-static void ds_early(bar_core *c, int from, const bar_hdr *h, const uint64_t *bits)
+static int ds_early(bar_core *c, int k, const bar_hdr *h, const uint64_t *bits, int nbits)
 {
 	(void)bits;
-	if (valid(c, from, h))
-		c->next_got |= 1ull << h->aux;
+	(void)nbits;
+	if (valid(c, k, h) < 0)
+		return -1;
+	c->next_got |= 1ull << k;
+	return 0;
 }
 
-static int ds_waits_on(const bar_core *c, int *peers, int max)
+static int ds_waits_on(const bar_core *c, bar_peer *peers)
 {
-	if (c->round >= c->rounds || (c->got >> c->round & 1) || max < 1)
+	if (c->round >= c->rounds || (c->got >> c->round & 1))
 		return 0;
-	peers[0] = source(c, c->round);
+	peers[0] = (bar_peer){ source(c, c->round), c->round };
 	return 1;
 }
 
-static int ds_dependents(const bar_core *c, int *peers, int max)
+static int ds_dependents(const bar_core *c, bar_peer *peers)
 {
-	int k, w = 0;
+	int k;
 
-	for (k = 0; k < c->rounds && w < max; k++)
-		peers[w++] = target(c, k);
-	return w;
+	for (k = 0; k < c->rounds; k++)
+		peers[k] = round_to(c, k);
+	return k;
 }
 
-const struct bar_algo bar_dissem_algo = { ds_enter, ds_arrive, ds_early, ds_waits_on,
-					   ds_dependents };
+static int ds_nslots(const bar_core *c)
+{
+	return c->rounds;
+}
+
+static void ds_slot(const bar_core *c, int k, int *from, int *bits)
+{
+	*from = source(c, k);
+	*bits = 0;
+}
+
+static int ds_maxpeers(const bar_core *c)
+{
+	return c->rounds;
+}
+
+const struct bar_algo bar_dissem_algo = { ds_nslots, ds_slot, ds_maxpeers, ds_enter,
+					   ds_arrive, ds_early, ds_waits_on, ds_dependents };

@@ -73,7 +73,10 @@
  * are ignored.  A peer that dies or whose link breaks fails the barrier on
  * every rank that still waits, with OXR_ERR_PEER naming the rank (ranks
  * tell each other), or OXR_ERR_TIMEOUT after timeout_ms; a revoke fails it
- * with OXR_ERR_REVOKED.  An error sticks until the group is reset
+ * with OXR_ERR_REVOKED; a write into the barrier's window that no working
+ * peer sends (no slot there, not its writer's slot, a kind, length or
+ * barrier number the slot cannot hold) fails it with OXR_ERR_PROTO naming
+ * the writer, who is then treated as failed.  An error sticks until the group is reset
  * (oxr_group_reset, a new epoch): the next oxr_barrier then starts afresh,
  * as barrier number 0 of the new epoch, on every rank.
  */

@@ -15,6 +15,13 @@
  *       drop) without entering the third, which every other rank enters
  *       with no timeout: it must fail with OXR_ERR_PEER (or OXR_ERR_TIMEOUT),
  *       not hang.
+ *   coll_barrier_child forge ALGO   (2 ranks)
+ *       one barrier; then rank 1 writes 16 bytes into rank 0's barrier
+ *       window where no slot starts, and both enter the next barrier:
+ *       rank 0's must fail with OXR_ERR_PROTO naming rank 1 (the forged
+ *       note comes before rank 1's writes of that barrier, on one link),
+ *       rank 1's with OXR_ERR_PEER (rank 0 tells it) or a timeout, or
+ *       it completes (rank 0 entered, and may have said so first).
  *   coll_barrier_child reset ALGO
  *       ten barriers; then rank 0 revokes the group instead of entering the
  *       next, which must fail with OXR_ERR_REVOKED on every rank; then
@@ -128,6 +135,36 @@ static int dead(oxr_boot *boot, oxr_group *g, int algo, int victim)
 	return 0;
 }
 
+/* The window id of this process's first barrier (collectives/barrier.c). */
+#define FIRST_BARRIER_WINDOW 0x6f780100u
+
+static int forge(oxr_boot *boot, oxr_group *g, int algo)
+{
+	oxr_barrier_t *b;
+	oxr_status_t st;
+	uint32_t junk[4] = { 0, 0, 1, 0 };
+
+	CHECK(oxr_group_size(g) == 2, "forge runs on 2 ranks");
+	CHECK(oxr_barrier_create(g, algo, &b) == OXR_OK, "barrier_create");
+	CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier 0");
+	CHECK(oxr_boot_barrier(boot) == OXR_OK, "boot barrier");
+	if (rank == 1)
+		CHECK(oxr_put(g, 0, FIRST_BARRIER_WINDOW, 3, junk, sizeof(junk), 1) == OXR_OK,
+		      "the forged put");
+	st = oxr_barrier(b, 5000);
+	if (rank == 0) {
+		CHECK(st == OXR_ERR_PROTO && strstr(oxr_errmsg(), "malformed write from rank 1"),
+		      "barrier 1 after a forged write gave %d: %s", st, oxr_errmsg());
+	} else {
+		/* rank 0 may have sent its part before it took the forged note */
+		CHECK(st == OXR_OK || st == OXR_ERR_PEER || st == OXR_ERR_TIMEOUT,
+		      "barrier 1 of the forger gave %d: %s", st, oxr_errmsg());
+	}
+	printf("rank %d: forge ok: %s: %s\n", rank, oxr_strerror(st), st ? oxr_errmsg() : "");
+	oxr_barrier_destroy(b);
+	return 0;
+}
+
 static int reset(oxr_boot *boot, oxr_group *g, int algo)
 {
 	oxr_barrier_t *b;
@@ -170,6 +207,8 @@ int main(int argc, char **argv)
 		rc = check(g, algo_of(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
 	else if (!strcmp(argv[1], "reset") && argc == 3)
 		rc = reset(boot, g, algo_of(argv[2]));
+	else if (!strcmp(argv[1], "forge") && argc == 3)
+		rc = forge(boot, g, algo_of(argv[2]));
 	else if (!strcmp(argv[1], "dead") && argc == 4)
 		rc = dead(boot, g, algo_of(argv[2]), atoi(argv[3]));
 	else

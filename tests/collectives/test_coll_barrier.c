@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The barriers.  First the algorithm cores (collectives/barrier_core.h) in
- * an in-process simulation of the windows, n = 1..64 and 4096: every write
- * lands in the target's slot for its sender (in order per sender and
+ * an in-process simulation of the windows, n = 1..64 and 4096, and for
+ * every radix 2..64 sizes up to 20,000: every
+ * write lands in the slot of the target's window the sender names, which
+ * must be a slot of that sender's (in order per sender and
  * target, as the transport delivers; in random order across them), its
  * note is taken later at a random moment (reading the slot as it is then),
  * writes are duplicated and delivered late, the links start full of writes
  * of older barriers and of an older epoch, and ranks enter after random
  * delays.  Asserted: nobody completes barrier s before all n entered it,
  * everybody completes every barrier, and the writes per barrier are what
- * the algorithms promise.  Then the real thing: groups of processes under
+ * the algorithms promise.  The window's size is bounded (O(radix log n)
+ * slots), and writes no working peer sends fail the barrier with a
+ * reason.  Then the real thing: groups of processes under
  * oxr-run (tests/collectives/coll_barrier_child.c) for n = 1..17 and 32 and both
  * algorithms, with shared-memory evidence of who entered, 10^4 barriers in
  * a row with random delays, and a rank that dies: each of these once per
@@ -34,7 +38,7 @@ TestSuite(barrier, .timeout = 600);
 
 struct smsg {
 	struct smsg *next;
-	int from, to;
+	int from, to, slot, nbits;
 	bar_hdr h;
 	uint64_t *bits; /* NULL: header only */
 };
@@ -45,17 +49,15 @@ struct slink {
 	struct smsg *head, *tail;
 };
 
-struct slot {
-	int from, parity;
-	bar_hdr h;
-	uint64_t *bits;
+/* What a put's note says: who wrote how much where. */
+struct snote {
+	int slot, from, nbits;
 };
 
 struct srank {
 	bar_core c;
-	struct slot *slots;
-	int nslots, capslots;
-	int *notes; /* slot indices, FIFO */
+	uint8_t *win; /* the window: the core's layout */
+	struct snote *notes; /* FIFO */
 	int nhead, ntail, capnotes;
 	int in_barrier, delay, inready;
 	long done;
@@ -76,6 +78,7 @@ struct sim {
 	long nbar;
 	uint64_t seed;
 	long real_sent, max_sent_one;
+	uint64_t *rbits;   /* a slot's bits, copied out as barrier.c does */
 };
 
 static uint64_t srnd(struct sim *s)
@@ -131,20 +134,20 @@ static int link_of(struct sim *s, int from, int to)
 	return s->nlinks++;
 }
 
-static void fly_push(struct sim *s, int from, int to, const bar_hdr *h, const uint64_t *bits,
-		     int real)
+static void fly_push(struct sim *s, int from, int to, int slot, const bar_hdr *h,
+		     const uint64_t *bits, int nbits)
 {
 	int li = link_of(s, from, to); /* may move s->links */
 	struct slink *l = &s->links[li];
 	struct smsg *m = calloc(1, sizeof(*m));
+	size_t nb = 8 * (size_t)((nbits + 63) / 64);
 
-	(void)real;
 	cr_assert(m);
-	*m = (struct smsg){ .from = from, .to = to, .h = *h };
-	if (bits) {
-		m->bits = malloc((size_t)s->nw * 8);
+	*m = (struct smsg){ .from = from, .to = to, .slot = slot, .nbits = nbits, .h = *h };
+	if (nbits) {
+		m->bits = malloc(nb);
 		cr_assert(m->bits);
-		memcpy(m->bits, bits, (size_t)s->nw * 8);
+		memcpy(m->bits, bits, nb);
 	}
 	if (l->tail)
 		l->tail->next = m;
@@ -172,33 +175,15 @@ static void sim_flush(struct sim *s, int i)
 
 	for (k = 0; k < c->nout; k++) {
 		bar_msg *m = &c->out[k];
-		const uint64_t *bits = m->with_bits ? c->bits : NULL;
-		fly_push(s, i, m->to, &m->h, bits, 1);
+		fly_push(s, i, m->to, m->slot, &m->h, c->wire, m->nbits);
 		s->real_sent++;
 		s->r[i].sent_this++;
 		if (srnd(s) % 8 == 0)
-			fly_push(s, i, m->to, &m->h, bits, 0);
+			fly_push(s, i, m->to, m->slot, &m->h, c->wire, m->nbits);
 	}
 	c->nout = 0;
 }
 
-static int slot_of(struct sim *s, struct srank *t, int from, int parity)
-{
-	int k;
-
-	for (k = 0; k < t->nslots; k++)
-		if (t->slots[k].from == from && t->slots[k].parity == parity)
-			return k;
-	if (t->nslots == t->capslots) {
-		t->capslots = t->capslots ? 2 * t->capslots : 8;
-		t->slots = realloc(t->slots, (size_t)t->capslots * sizeof(*t->slots));
-		cr_assert(t->slots);
-	}
-	t->slots[t->nslots] = (struct slot){ .from = from, .parity = parity,
-					     .bits = calloc((size_t)s->nw, 8) };
-	cr_assert(t->slots[t->nslots].bits);
-	return t->nslots++;
-}
 
 static void mark_ready(struct sim *s, int i)
 {
@@ -215,7 +200,8 @@ static void sim_land(struct sim *s, int k)
 	struct slink *l = &s->links[s->act[k]];
 	struct smsg *m = l->head;
 	struct srank *t;
-	int sl, m_to;
+	size_t nb = 8 * (size_t)((m->nbits + 63) / 64);
+	struct snote nt = { m->slot, m->from, m->nbits };
 
 	l->head = m->next;
 	if (!l->head) {
@@ -225,29 +211,35 @@ static void sim_land(struct sim *s, int k)
 		l->active = -1;
 	}
 	s->nfly--;
-	m_to = m->to;
 	t = &s->r[m->to];
-	sl = slot_of(s, t, m->from, (int)(m->h.seq & 1));
-	t->slots[sl].h = m->h;
+	/* the transport takes a put that fits the window: it must fit its
+	 * slot, and the slot must be its sender's */
+	if (m->slot < 0 || m->slot >= 2 * t->c.nslots ||
+	    sizeof(bar_hdr) + nb > bar_core_slot_bytes(&t->c, m->slot) ||
+	    t->c.slot_from[m->slot % t->c.nslots] != m->from)
+		cr_assert_fail("n=%d radix %d: rank %d wrote %zu bytes into slot %d of rank %d",
+			       s->n, t->c.radix, m->from, nb, m->slot, m->to);
+	memcpy(t->win + bar_core_slot_offset(&t->c, m->slot), &m->h, sizeof(bar_hdr));
 	if (m->bits)
-		memcpy(t->slots[sl].bits, m->bits, (size_t)s->nw * 8);
+		memcpy(t->win + bar_core_slot_offset(&t->c, m->slot) + sizeof(bar_hdr), m->bits,
+		       nb);
 	free(m->bits);
 	free(m);
 	if (t->ntail == t->capnotes) {
 		/* compact, then grow */
 		if (t->notes)
 			memmove(t->notes, t->notes + t->nhead,
-				(size_t)(t->ntail - t->nhead) * sizeof(int));
+				(size_t)(t->ntail - t->nhead) * sizeof(*t->notes));
 		t->ntail -= t->nhead;
 		t->nhead = 0;
 		if (t->ntail == t->capnotes) {
 			t->capnotes = t->capnotes ? 2 * t->capnotes : 16;
-			t->notes = realloc(t->notes, (size_t)t->capnotes * sizeof(int));
+			t->notes = realloc(t->notes, (size_t)t->capnotes * sizeof(*t->notes));
 			cr_assert(t->notes);
 		}
 	}
-	t->notes[t->ntail++] = sl;
-	mark_ready(s, m_to);
+	t->notes[t->ntail++] = nt;
+	mark_ready(s, (int)(t - s->r));
 }
 
 static void sim_completed(struct sim *s, int i, long barriers_each, long max_delay)
@@ -287,18 +279,26 @@ static void sim_enter(struct sim *s, int i, long barriers_each, long max_delay)
 static void sim_take(struct sim *s, int i, long barriers_each, long max_delay)
 {
 	struct srank *r = &s->r[i];
-	struct slot *sl = &r->slots[r->notes[r->nhead++]];
-	const uint64_t *bits = sl->h.kind == BAR_REQ ? sl->bits : NULL;
-	int st = bar_core_arrive(&r->c, sl->from, &sl->h, bits);
+	struct snote *nt = &r->notes[r->nhead++];
+	const uint8_t *at = r->win + bar_core_slot_offset(&r->c, nt->slot);
+	bar_hdr h;
+	int st;
 
+	/* as barrier.c: the slot as it is now, copied out */
+	memcpy(&h, at, sizeof(h));
+	memcpy(s->rbits, at + sizeof(h), 8 * (size_t)((nt->nbits + 63) / 64));
+	st = bar_core_arrive(&r->c, nt->from, nt->slot, &h, s->rbits, nt->nbits);
 	sim_flush(s, i);
-	cr_assert_geq(st, 0, "n=%d: rank %d failed with no failure", s->n, i);
+	if (st < 0)
+		cr_assert_fail("n=%d radix %d: rank %d failed with no failure (%s)", s->n,
+			       r->c.radix, i, r->c.bad ? r->c.bad : "an abort");
 	if (st == 1)
 		sim_completed(s, i, barriers_each, max_delay);
 }
 
 /* Writes of an older epoch and of barriers before start_seq, at the head
- * of random links: all must be ignored (an all-ones register, an
+ * of random links into random slots (by their senders: others' writes
+ * fail the barrier): all must be ignored (an all-ones register, an
  * establishment, an abort, a round: any of them acted on breaks the run). */
 static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int count)
 {
@@ -308,24 +308,25 @@ static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int coun
 	cr_assert(ones);
 	memset(ones, 0xff, (size_t)s->nw * 8);
 	for (k = 0; k < count && s->n > 1; k++) {
-		int from = (int)(srnd(s) % (uint64_t)s->n), to = (int)(srnd(s) % (uint64_t)s->n);
+		int to = (int)(srnd(s) % (uint64_t)s->n);
+		const bar_core *t = &s->r[to].c;
+		int slot = (int)(srnd(s) % (uint64_t)(2 * t->nslots));
 		uint32_t kinds[4] = { BAR_REQ, BAR_EST, BAR_ROUND, BAR_ABORT };
 		bar_hdr h = { epoch, start_seq, kinds[srnd(s) % 4], (uint32_t)(srnd(s) % 3) };
-		if (from == to)
-			continue;
 		if (srnd(s) % 2)
 			h.epoch = epoch - 1 - (uint32_t)(srnd(s) % 3);
 		else
 			h.seq = start_seq - 1 - (uint32_t)(srnd(s) % 3);
-		fly_push(s, from, to, &h, ones, 0);
+		fly_push(s, t->slot_from[slot % t->nslots], to, slot, &h, ones,
+			 t->slot_bits[slot % t->nslots]);
 	}
 	free(ones);
 }
 
 /* Runs barriers_each barriers on n simulated ranks; returns the real
  * writes sent per barrier, and the most any rank sent in one barrier. */
-static void simulate(int algo, int n, int radix, long barriers_each, long max_delay,
-		     uint64_t seed, long *per_barrier, long *max_one)
+static void simulate(int algo, int n, int radix, int fixed_root, long barriers_each,
+		     long max_delay, uint64_t seed, long *per_barrier, long *max_one)
 {
 	struct sim s = { .n = n, .algo = algo, .nw = (n + 63) / 64, .seed = seed | 1 };
 	const uint32_t epoch = 7, start_seq = 1000;
@@ -335,14 +336,18 @@ static void simulate(int algo, int n, int radix, long barriers_each, long max_de
 	s.r = calloc((size_t)n, sizeof(*s.r));
 	s.entered = calloc((size_t)barriers_each + 1, sizeof(long));
 	s.ready = calloc((size_t)n, sizeof(int));
-	cr_assert(s.r && s.entered && s.ready);
+	s.rbits = calloc((size_t)s.nw, 8);
+	cr_assert(s.r && s.entered && s.ready && s.rbits);
 	for (i = 0; i < n; i++) {
 		cr_assert_eq(bar_core_init(&s.r[i].c, algo, n, i, radix, epoch), 0);
 		s.r[i].c.seq = start_seq;
+		s.r[i].c.fixed_root = fixed_root;
+		s.r[i].win = calloc(bar_core_window_bytes(&s.r[i].c) + 1, 1);
+		cr_assert(s.r[i].win);
 		s.r[i].delay = (int)(srnd(&s) % (uint64_t)(max_delay + 1));
 	}
 	s.computing = barriers_each > 0 ? n : 0;
-	sim_junk(&s, epoch, start_seq, 3 * n);
+	sim_junk(&s, epoch, start_seq, n < 2000 ? 3 * n : 6000);
 	for (;;) {
 		int busy = 0, pick, done_all = 1, k;
 		/* what can happen now: a rank's clock ticks (it enters when its
@@ -400,20 +405,16 @@ static void simulate(int algo, int n, int radix, long barriers_each, long max_de
 	for (i = 0; i < n; i++) {
 		cr_assert_eq(s.r[i].done, barriers_each);
 		cr_assert_eq(s.r[i].c.seq, start_seq + (uint32_t)barriers_each);
-		cr_assert_eq(s.r[i].c.odd, 0, "n=%d rank %d: %llu writes that cannot happen", n, i,
-			     (unsigned long long)s.r[i].c.odd);
 	}
 	*per_barrier = s.real_sent / barriers_each;
 	*max_one = 0;
 	for (i = 0; i < n; i++) {
-		int k;
 		bar_core_free(&s.r[i].c);
-		for (k = 0; k < s.r[i].nslots; k++)
-			free(s.r[i].slots[k].bits);
-		free(s.r[i].slots);
+		free(s.r[i].win);
 		free(s.r[i].notes);
 	}
 	free(s.r);
+	free(s.rbits);
 	free(s.entered);
 	free(s.links);
 	free(s.hash);
@@ -440,7 +441,7 @@ Test(barrier, simulated_bitmap_n_1_to_64)
 	for (radix = 2; radix <= 16; radix = radix < 4 ? radix + 1 : radix * 4)
 		for (n = 1; n <= 64; n++) {
 			long per, mx;
-			simulate(BAR_ALG_BITMAP, n, radix, radix == 2 ? 40 : 10, n % 3 ? 30 : 400,
+			simulate(BAR_ALG_BITMAP, n, radix, 0, radix == 2 ? 40 : 10, n % 3 ? 30 : 400,
 				 seed + (uint64_t)(n * 7 + radix), &per, &mx);
 			/* one request up and one establishment down per tree edge */
 			cr_assert_eq(per, 2 * (n - 1), "n=%d radix %d: %ld writes per barrier", n,
@@ -455,7 +456,7 @@ Test(barrier, simulated_dissemination_n_1_to_64)
 
 	for (n = 1; n <= 64; n++) {
 		long per, mx;
-		simulate(BAR_ALG_DISSEM, n, 2, 40, n % 3 ? 30 : 400, seed + (uint64_t)n, &per, &mx);
+		simulate(BAR_ALG_DISSEM, n, 2, 0, 40, n % 3 ? 30 : 400, seed + (uint64_t)n, &per, &mx);
 		cr_assert_eq(per, (long)n * ceil_log2(n), "n=%d: %ld writes per barrier", n, per);
 	}
 }
@@ -464,9 +465,9 @@ Test(barrier, simulated_4096_ranks)
 {
 	long per, mx;
 
-	simulate(BAR_ALG_BITMAP, 4096, 2, 3, 50, test_seed(), &per, &mx);
+	simulate(BAR_ALG_BITMAP, 4096, 2, 0, 3, 50, test_seed(), &per, &mx);
 	cr_assert_eq(per, 2 * 4095);
-	simulate(BAR_ALG_DISSEM, 4096, 2, 2, 50, test_seed() + 1, &per, &mx);
+	simulate(BAR_ALG_DISSEM, 4096, 2, 0, 2, 50, test_seed() + 1, &per, &mx);
 	cr_assert_eq(per, 4096L * 12);
 }
 
@@ -498,6 +499,237 @@ Test(barrier, bitmap_messages_per_rank_are_logarithmic)
 	}
 }
 
+/* ceil(log_radix n): the depth of the k-nomial tree */
+static int ceil_log(int n, int radix)
+{
+	long long m = 1;
+	int l = 0;
+
+	while (m < n) {
+		m *= radix;
+		l++;
+	}
+	return l;
+}
+
+/*
+ * Every radix OXR_BARRIER_RADIX allows, at sizes around powers of the
+ * radixes and where a fixed array of 128 children hung (12,289 at radix
+ * 64: its root has 129 children; 20,000 completed 12,288 ranks): two
+ * barriers each, so barrier s+1 overlaps s with another root (a third of
+ * the radixes with the root fixed at 0, as with links on demand).
+ */
+static void sweep(int radix_lo, int radix_hi)
+{
+	static const int sizes[] = { 1, 2, 3, 63, 64, 65, 4095, 4097, 12289, 20000 };
+	uint64_t seed = test_seed();
+	int radix;
+	size_t k;
+
+	for (radix = radix_lo; radix <= radix_hi; radix++)
+		for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			int n = sizes[k];
+			long per, mx;
+			simulate(BAR_ALG_BITMAP, n, radix, radix % 3 == 0, n < 100 ? 8 : 2,
+				 n < 100 ? 30 : 2, seed + (uint64_t)(n * 131 + radix), &per, &mx);
+			cr_assert_eq(per, 2L * (n - 1), "n=%d radix %d: %ld writes per barrier", n,
+				     radix, per);
+		}
+}
+
+Test(barrier, simulated_bitmap_every_radix_2_to_16)
+{
+	sweep(2, 16);
+}
+
+Test(barrier, simulated_bitmap_every_radix_17_to_32)
+{
+	sweep(17, 32);
+}
+
+Test(barrier, simulated_bitmap_every_radix_33_to_48)
+{
+	sweep(33, 48);
+}
+
+Test(barrier, simulated_bitmap_every_radix_49_to_64)
+{
+	sweep(49, 64);
+}
+
+/* The bitmap window, bytes and slots, for rank `rank` of n. */
+static size_t window_of(int n, int rank, int radix, int *slots)
+{
+	bar_core c;
+	size_t len;
+
+	cr_assert_eq(bar_core_init(&c, BAR_ALG_BITMAP, n, rank, radix, 1), 0);
+	len = bar_core_window_bytes(&c);
+	*slots = 2 * c.nslots;
+	bar_core_free(&c);
+	return len;
+}
+
+/*
+ * The window is O(radix log n) slots, not 2n: per parity one slot per tree
+ * edge label (d radix^l < n) and direction, each with one sender, and the
+ * child slots' bitmaps add up to n-1 bits (the edges tile [1, n)); so
+ * 80 E + (n-1)/4 bytes at most, E <= (radix-1) ceil(log_radix n) labels.
+ */
+Test(barrier, window_is_radix_log_n_slots)
+{
+	static const int sizes[] = { 1, 2, 3, 63, 64, 65, 1024, 4095, 4097, 12289, 20000, 65536,
+				     100000, 1000000 };
+	int radix;
+	size_t k;
+
+	for (radix = 2; radix <= 64; radix++)
+		for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			int n = sizes[k], ranks[3] = { 0, n / 2, n - 1 }, q;
+			for (q = 0; q < 3; q++) {
+				bar_core c;
+				int j, e, sum = 0;
+				cr_assert_eq(bar_core_init(&c, BAR_ALG_BITMAP, n, ranks[q], radix, 1), 0);
+				e = c.nslots / 2;
+				cr_assert_leq(e, (radix - 1) * ceil_log(n, radix), "n=%d radix %d", n,
+					      radix);
+				for (j = 0; j < c.nslots; j++) {
+					cr_assert_neq(c.slot_from[j], ranks[q]);
+					if (j < e)
+						sum += c.slot_bits[j];
+					else
+						cr_assert_eq(c.slot_bits[j], 0);
+					if (j % e)
+						cr_assert_neq(c.slot_from[j], c.slot_from[j - 1],
+							      "n=%d radix %d: two slots, one sender",
+							      n, radix);
+				}
+				cr_assert_eq(sum, n - 1, "n=%d radix %d", n, radix);
+				cr_assert_leq(bar_core_window_bytes(&c), 80 * (size_t)e + (size_t)(n - 1) / 4 + 1,
+					      "n=%d radix %d: %zu bytes", n, radix,
+					      bar_core_window_bytes(&c));
+				bar_core_free(&c);
+			}
+		}
+	/* the figures of barrier_bitmap.c's comment, at the default radix */
+	{
+		int s1, s2;
+		size_t w1 = window_of(1024, 7, 16, &s1), w2 = window_of(100000, 7, 16, &s2);
+		cr_log_info("radix 16: 1,024 ranks %d slots %zu bytes; 100,000 ranks %d slots %zu "
+			    "bytes", s1, w1, s2, w2);
+		cr_assert_eq(w1, 2784);
+		cr_assert_eq(w2, 29328);
+	}
+}
+
+/* ---- writes no working peer sends ---------------------------------- */
+
+/* Rank `rank` of n entered barrier 0 (root 0), epoch 1. */
+static void entered_core(bar_core *c, int algo, int n, int rank, int radix)
+{
+	cr_assert_eq(bar_core_init(c, algo, n, rank, radix, 1), 0);
+	cr_assert_geq(bar_core_enter(c), 0);
+	c->nout = 0;
+}
+
+/* The slot rank `from` owns in c's (bitmap) window, in the half of
+ * `parity`: as its parent's child, or its child's parent; -1: none. */
+static int owned(const bar_core *c, int from, int parity, int as_parent)
+{
+	int e = c->nslots / 2, j;
+
+	for (j = as_parent ? e : 0; j < (as_parent ? 2 * e : e); j++)
+		if (c->slot_from[j] == from)
+			return parity * c->nslots + j;
+	return -1;
+}
+
+/* The write fails the barrier, blaming its writer, with a reason, and
+ * the neighbours are told. */
+static void refused(int algo, int rank, int from, int slot, bar_hdr h, int nbits,
+		    const char *what)
+{
+	static const uint64_t ones[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+	bar_core c;
+	int st;
+
+	entered_core(&c, algo, 100, rank, 4);
+	st = bar_core_arrive(&c, from, slot, &h, ones, nbits);
+	cr_assert_eq(st, -1, "%s: taken", what);
+	cr_assert(c.bad, "%s: no reason given", what);
+	cr_assert_eq(c.failed_rank, from, "%s: blames %d", what, c.failed_rank);
+	cr_assert_gt(c.nout, 0, "%s: nobody told", what);
+	cr_log_info("%s: %s", what, c.bad);
+	bar_core_free(&c);
+}
+
+Test(barrier, a_malformed_write_fails_the_barrier_naming_its_writer)
+{
+	bar_core c;
+	const uint32_t REQ = BAR_REQ, EST = BAR_EST;
+	uint64_t one = 1;
+	bar_hdr h = { 1, 0, REQ, 0 };
+	int s5, s0, half;
+
+	/* rank 4 of 100 at radix 4, barrier 0: children 5, 6, 7, parent 0 */
+	entered_core(&c, BAR_ALG_BITMAP, 100, 4, 4);
+	s5 = owned(&c, 5, 0, 0);
+	s0 = owned(&c, 0, 0, 1);
+	half = c.nslots;
+	cr_assert(s5 >= 0 && s0 >= 0);
+	/* the real thing, for contrast */
+	cr_assert_eq(bar_core_arrive(&c, 5, s5, &h, &one, 1), 0);
+	cr_assert_eq(c.have, 2);
+	cr_assert_null(c.bad);
+	bar_core_free(&c);
+
+	refused(BAR_ALG_BITMAP, 4, 9, s5, (bar_hdr){ 1, 0, REQ, 0 }, 1, "another rank's slot");
+	refused(BAR_ALG_BITMAP, 4, 5, -1, (bar_hdr){ 1, 0, REQ, 0 }, 1, "slot -1");
+	refused(BAR_ALG_BITMAP, 4, 5, 2 * half, (bar_hdr){ 1, 0, REQ, 0 }, 1, "a slot past the end");
+	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 0, REQ, 0 }, 1,
+		"barrier 0 in the odd barriers' half");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, REQ, 0 }, 0, "a request without bits");
+	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, REQ, 0 }, 1, "a request from the parent");
+	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, EST, 0 }, 0, "an establishment unasked");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 2, REQ, 0 }, 1, "barrier 2 in barrier 0");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, BAR_ABORT, 100 }, 0,
+		"an abort naming rank 100 of 100");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, 99, 0 }, 1, "kind 99");
+	/* barrier 1 is rooted at rank 1: rank 4 (relative 3) has no children */
+	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 1, REQ, 0 }, 1,
+		"an early request from a non-child");
+	/* dissemination: rank 3's slot 0 is round 0's, from rank 2 */
+	refused(BAR_ALG_DISSEM, 3, 2, 0, (bar_hdr){ 1, 0, BAR_ROUND, 2 }, 0, "round 2 in slot 0");
+}
+
+/* Random writes: none crashes (ASan builds check the reads), each is
+ * taken, ignored or fails the barrier with a reason. */
+Test(barrier, random_writes_are_taken_ignored_or_refused)
+{
+	struct sim rs = { .seed = test_seed() };
+	uint64_t bits[8];
+	int k;
+
+	for (k = 0; k < 20000; k++) {
+		int algo = k % 2 ? BAR_ALG_BITMAP : BAR_ALG_DISSEM;
+		int n = 1 + (int)(srnd(&rs) % 300), st, slot, from, nbits;
+		bar_core c;
+		bar_hdr h;
+		entered_core(&c, algo, n, (int)(srnd(&rs) % (uint64_t)n), 2 + (int)(k % 63));
+		slot = (int)(srnd(&rs) % (uint64_t)(2 * c.nslots + 3)) - 1;
+		from = srnd(&rs) % 4 && slot >= 0 && slot < 2 * c.nslots ?
+			       c.slot_from[slot % c.nslots] : (int)(srnd(&rs) % (uint64_t)(n + 2)) - 1;
+		h = (bar_hdr){ (uint32_t)(srnd(&rs) % 3), c.seq + (uint32_t)(srnd(&rs) % 4) - 1,
+			       (uint32_t)(srnd(&rs) % 6), (uint32_t)(srnd(&rs) % (uint64_t)(n + 2)) };
+		nbits = (int)(srnd(&rs) % (8 * 64));
+		for (st = 0; st < 8; st++)
+			bits[st] = srnd(&rs);
+		st = bar_core_arrive(&c, from, slot, &h, bits, nbits);
+		cr_assert(st == 0 || st == 1 || (st == -1 && (c.bad || h.kind == BAR_ABORT)),
+			  "write %d: %d", k, st);
+		bar_core_free(&c);
+	}
+}
 /* ---- real processes ------------------------------------------------- */
 
 static char *evidence_file(int n)
@@ -593,6 +825,23 @@ PROVIDER_TEST(barrier, a_dead_peer_fails_the_barrier_everywhere)
 	run_dead(pv, 6, "bitmap", 3);
 	run_dead(pv, 5, "dissemination", 2);
 	run_dead(pv, 7, "dissemination", 0);
+}
+
+static void run_forge(const struct provider *pv, const char *algo)
+{
+	const char *child[] = { CHILD, "forge", algo, NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
+	struct run r = run_ranks(2, 0, child, env, 120);
+
+	cr_assert_eq(r.rc, 0, "%s: exit %d\nstdout:\n%s\nstderr:\n%s", algo, r.rc, r.out, r.err);
+	expect_rank_lines(&r, 2, "forge ok: ");
+	run_free(&r);
+}
+
+PROVIDER_TEST(barrier, a_forged_write_fails_the_barrier_naming_its_writer)
+{
+	run_forge(pv, "bitmap");
+	run_forge(pv, "dissemination");
 }
 
 static void run_reset(const struct provider *pv, int n, const char *algo)
