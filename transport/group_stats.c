@@ -31,6 +31,7 @@ oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out)
 		else
 			out->links_tcp++;
 		out->fds += l->fd >= 0;
+		out->links_shared_rx += l->ops->rx_shared && l->ops->rx_shared(l);
 	}
 	out->fds += 1 + (uint32_t)g->nlis + g->nhs; /* epoll, listeners, handshakes */
 	out->handshakes = g->handshakes;
@@ -47,10 +48,10 @@ void oxr_group_log_stats(const oxr_group *g)
 
 	if (g->ctx->log_level < OXR_LOG_INFO || oxr_group_stats(g, &c))
 		return;
-	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d of %d: %u links open (tcp %u, shm %u, verbs %u), "
-		"%u fds, %llu handshakes (%llu refused), %llu revokes sent; verbs: %llu QPs, "
-		"%llu MRs, %llu KiB pinned", g->rank, g->size, c.links_open, c.links_tcp,
-		c.links_shm, c.links_verbs, c.fds, (unsigned long long)c.handshakes,
+	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d of %d: %u links open (tcp %u, shm %u, verbs %u; "
+		"%u receiving through a shared pool), %u fds, %llu handshakes (%llu refused), "
+		"%llu revokes sent; verbs: %llu QPs, %llu MRs, %llu KiB pinned", g->rank, g->size, c.links_open, c.links_tcp,
+		c.links_shm, c.links_verbs, c.links_shared_rx, c.fds, (unsigned long long)c.handshakes,
 		(unsigned long long)c.handshakes_refused, (unsigned long long)c.revokes_sent,
 		(unsigned long long)c.qps, (unsigned long long)c.mrs,
 		(unsigned long long)(c.pinned_bytes >> 10));

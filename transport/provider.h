@@ -71,6 +71,9 @@ struct oxr_link_ops {
 	 * the peer wrote before, while this side's handshake was still ending,
 	 * is taken now; oxr_link_attach then reads it if buffered says so */
 	void (*attached)(oxr_group *g, struct link *l);
+	/* 1 when l receives through a pool its group's other links share
+	 * (verbs' SRQ, shm's FIFO), 0 through a ring of its own (NULL: 0) */
+	int (*rx_shared)(const struct link *l);
 	/* OXR_LINK_CAP_PUT: writes src[0..len) at raddr/rkey of the peer and
 	 * returns once the peer's side has it, so what the link sends later
 	 * lands later; a refusal fails the put, not the link */
@@ -179,6 +182,14 @@ void oxr_link_quiet_socket(oxr_group *g, struct link *l);
 
 /* ---- accessors ---- */
 struct link *oxr_link_at(oxr_group *g, int peer);
+/* The links of the ranks used so far, i in [0, oxr_links_used(g)): what a
+ * provider walks instead of all P ranks. */
+int oxr_links_used(const oxr_group *g);
+struct link *oxr_link_used(oxr_group *g, int i);
+/* 1 when the collectives talk to peer straight: ranks 2^i apart either way
+ * round the group (binomial trees, dissemination, the crystal router): the
+ * links a provider gives its fast path first. */
+int oxr_rank_is_partner(int rank, int peer, int size);
 /* the half of the provider that carries l: a group may mix providers, so
  * check oxr_link_ops_of(l) is yours before taking it */
 void *oxr_link_priv(const struct link *l);

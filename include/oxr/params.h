@@ -76,7 +76,11 @@ typedef struct oxr_group oxr_group;
 #define OXR_CTX_PARAM_SHM_RINGS (1ull << 42)
 #define OXR_CTX_PARAM_SHM_FIFO_BYTES (1ull << 43)
 #define OXR_CTX_PARAM_LINKS (1ull << 44)
-#define OXR_CTX_PARAM_ALL ((1ull << 45) - 1)
+#define OXR_CTX_PARAM_VERBS_RINGS (1ull << 45)
+#define OXR_CTX_PARAM_VERBS_SRQ_BUFS (1ull << 46)
+#define OXR_CTX_PARAM_VERBS_SRQ_CREDITS (1ull << 47)
+#define OXR_CTX_PARAM_VERBS_STAGE_SLOTS (1ull << 48)
+#define OXR_CTX_PARAM_ALL ((1ull << 49) - 1)
 #define OXR_CTX_PARAM_CMO_LIMITS (0x1full << 19)
 /* The fields oxr_ctx_modify may change on a live context (what the
  * collectives and the engine read when they run or start). */
@@ -139,6 +143,10 @@ typedef struct oxr_ctx_params {
 	long shm_rings;      /* shm links a rank receives on through rings of their own */
 	uint64_t shm_fifo_bytes; /* the receive FIFO the other shm links share */
 	int links;           /* a booted group's links: 0 auto, 1 on first use, 2 all at boot */
+	long verbs_rings;    /* verbs links a rank receives on through rings of their own */
+	long verbs_srq_bufs; /* the receive buffers its other verbs links share */
+	long verbs_srq_credits; /* a link's messages unread in them at most */
+	long verbs_stage_slots; /* send staging slots its verbs links share */
 } oxr_ctx_params;
 
 /* oxr_ctx_create(&c) is oxr_ctx_create_with(NULL, &c). */

@@ -261,6 +261,9 @@ typedef struct oxr_group_counters {
 	uint64_t revokes_sent;      /* REVOKE frames sent (own and forwarded) */
 	uint64_t qps, mrs;          /* the process's verbs QPs and registrations (0 without) */
 	uint64_t pinned_bytes;      /* the bytes those registrations pin */
+	uint32_t links_shared_rx;   /* open links that receive through a pool the group's
+				     * links share (verbs' SRQ, shm's FIFO), not a ring of
+				     * their own (OXR_VERBS_RINGS, OXR_SHM_RINGS) */
 } oxr_group_counters;
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
 

@@ -217,7 +217,7 @@ static int default_barriers(oxr_group *g, int n)
 static int collectives(struct child_rank *me)
 {
 	oxr_group *g = me->g;
-	int n = oxr_group_size(g), bound = link_bound(n), got, over, more;
+	int n = oxr_group_size(g), bound = link_bound(n), got, over, more, rings;
 	const char *links = getenv("OXR_LINKS");
 	int eager = links && !strcmp(links, "eager");
 	oxr_group_counters gc;
@@ -242,6 +242,16 @@ static int collectives(struct child_rank *me)
 	CHECK(oxr_group_stats(g, &gc) == OXR_OK, "group stats");
 	CHECK(gc.links_open >= 1, "stats: no link open after a ring exchange");
 	over = !eager && gc.links_open > (uint32_t)bound;
+	/* verbs: at most OXR_VERBS_RINGS links receive through rings of their
+	 * own, the others through the group's shared receive queue */
+	rings = getenv("OXR_VERBS_RINGS") ? atoi(getenv("OXR_VERBS_RINGS")) : 2;
+	CHECK(gc.links_shared_rx <= gc.links_open, "stats: more shared-pool links than links");
+	if (gc.links_verbs && gc.links_verbs - gc.links_shared_rx > (uint32_t)rings) {
+		printf("rank %d: scale collectives FAILED: %u verbs links receive through rings of "
+		       "their own, OXR_VERBS_RINGS is %d (%u through the shared receive queue)\n",
+		       rank, gc.links_verbs - gc.links_shared_rx, rings, gc.links_shared_rx);
+		return 1;
+	}
 
 	/* every rank gets here and says its figures, over the bound or not */
 	CHECK(oxr_barrier(b, TMO_MS) == OXR_OK, "final barrier");
@@ -268,8 +278,10 @@ static int collectives(struct child_rank *me)
 		       boot_ms, ms);
 	else
 		printf("rank %d: scale collectives ok (links_open %u <= bound %d; fds %u, handshakes "
-		       "%llu; %d crystal records; boot %lld ms, collectives %lld ms)\n", rank,
-		       gc.links_open, bound, gc.fds, (unsigned long long)gc.handshakes, got, boot_ms, ms);
+		       "%llu; %d crystal records; boot %lld ms, collectives %lld ms; verbs %u, of them "
+		       "%u on the shared receive queue, %llu KiB pinned)\n", rank, gc.links_open, bound,
+		       gc.fds, (unsigned long long)gc.handshakes, got, boot_ms, ms, gc.links_verbs,
+		       gc.links_shared_rx, (unsigned long long)(gc.pinned_bytes >> 10));
 	return 0;
 }
 

@@ -630,24 +630,39 @@ static void *duplex(void *arg)
 	return NULL;
 }
 
-/* Both ways at once over 4 slots of 256 bytes: every message wraps the ring
- * and credits run out often; rank 0 sends count messages of up to big
- * bytes, rank 1 up to small.  rndv: OXR_VERBS_RNDV for both, or NULL. */
-static void tiny_ring_duplex(const char *rndv, int count, size_t big, size_t small)
+/* The knobs of tiny_duplex's shared pools: no ring, 24 credits but 16
+ * shared receive buffers (a paused receiver makes the sender's RNR retries
+ * wait for its buffers), 4 staging slots (sends wait for the pool). */
+static const char *const srq_knobs[][2] = {
+	{ "OXR_VERBS_RINGS", "0" }, { "OXR_VERBS_SRQ_CREDITS", "24" },
+	{ "OXR_VERBS_SRQ_BUFS", "16" }, { "OXR_VERBS_STAGE_SLOTS", "4" },
+};
+
+/* Both ways at once over 256-byte slots: 4-slot rings (srq 0) or the
+ * shared pools above (srq 1); every message wraps and credits run out
+ * often; rank 0 sends count messages of up to big bytes, rank 1 up to
+ * small.  rndv: OXR_VERBS_RNDV for both, or NULL. */
+static void tiny_duplex(const char *rndv, int srq, int count, size_t big, size_t small)
 {
 	struct pair p;
 	struct duplex a, b;
 	const uint64_t h0 = FNV1A64_INIT;
+	oxr_group_counters ca, cb;
 	pthread_t t;
+	size_t k;
 
 	setenv("OXR_VERBS_SLOTS", "4", 1);
 	setenv("OXR_VERBS_SLOT_BYTES", "256", 1);
 	if (rndv)
 		setenv("OXR_VERBS_RNDV", rndv, 1);
+	for (k = 0; srq && k < sizeof(srq_knobs) / sizeof(srq_knobs[0]); k++)
+		setenv(srq_knobs[k][0], srq_knobs[k][1], 1);
 	verbs_pair(&p);
 	unsetenv("OXR_VERBS_SLOTS");
 	unsetenv("OXR_VERBS_SLOT_BYTES");
 	unsetenv("OXR_VERBS_RNDV");
+	for (k = 0; k < sizeof(srq_knobs) / sizeof(srq_knobs[0]); k++)
+		unsetenv(srq_knobs[k][0]);
 	a.out = (struct stream_arg){ .g = p.a, .peer = 1, .count = count, .max_len = big, .hash = h0 };
 	a.in = (struct stream_arg){ .g = p.a, .peer = 1, .count = count, .max_len = small, .hash = h0 };
 	b.out = (struct stream_arg){ .g = p.b, .peer = 0, .count = count, .max_len = small, .hash = h0 };
@@ -661,7 +676,18 @@ static void tiny_ring_duplex(const char *rndv, int count, size_t big, size_t sma
 	cr_assert_eq(b.in.st, OXR_OK, "b receives: %s", b.in.err);
 	cr_assert_eq(b.in.hash, a.out.hash, "a -> b intact");
 	cr_assert_eq(a.in.hash, b.out.hash, "b -> a intact");
+	cr_assert_eq(oxr_group_stats(p.a, &ca), OXR_OK);
+	cr_assert_eq(oxr_group_stats(p.b, &cb), OXR_OK);
+	cr_assert(ca.links_verbs == 1 && cb.links_verbs == 1, "both ends on verbs");
+	cr_assert(ca.links_shared_rx == (uint32_t)srq && cb.links_shared_rx == (uint32_t)srq,
+		  "both ends receive %s (shared: %u, %u)", srq ? "through the SRQ" : "into rings",
+		  ca.links_shared_rx, cb.links_shared_rx);
 	free_pair(&p);
+}
+
+static void tiny_ring_duplex(const char *rndv, int count, size_t big, size_t small)
+{
+	tiny_duplex(rndv, 0, count, big, small);
 }
 
 /* a -> b messages up to 3000 bytes (12 slots), b -> a up to 700 */
@@ -767,6 +793,39 @@ Test(verbs, rendezvous_without_cache_and_copies_without_rendezvous)
 Test(verbs, small_rendezvous_pieces_bounce_through_the_ring)
 {
 	tiny_ring_duplex("300", 1000, 40000, 3000);
+}
+
+/* The same two through the shared receive queue and staging pool instead
+ * of rings: no link has a ring (OXR_VERBS_RINGS=0), each may have 24
+ * messages unread in 16 shared buffers, and 4 staging slots serve both
+ * directions of a rank, so sends wait for the pool and for RNR retries. */
+Test(verbs, tiny_shared_pools_wrap_and_run_out_both_ways)
+{
+	tiny_duplex(NULL, 1, 3000, 3000, 700);
+}
+
+Test(verbs, small_rendezvous_pieces_bounce_through_shared_buffers)
+{
+	tiny_duplex("300", 1, 1000, 40000, 3000);
+}
+
+/* A long stream (a quarter of OXR_VERBS_STREAM_MIB) through the SRQ at the
+ * default pools: SENDs into shared buffers, rendezvous READs beside them. */
+Test(verbs, a_long_stream_through_the_shared_receive_queue)
+{
+	const char *s = getenv("OXR_VERBS_STREAM_MIB");
+	struct pair p;
+	oxr_group_counters c;
+	size_t mib = (s ? (size_t)atol(s) : 1024) / 4;
+
+	setenv("OXR_VERBS_RINGS", "0", 1);
+	verbs_pair(&p);
+	unsetenv("OXR_VERBS_RINGS");
+	cr_assert_eq(oxr_group_stats(p.a, &c), OXR_OK);
+	cr_assert_eq(c.links_shared_rx, 1, "the receiver has no ring");
+	one_way(&p, (int)(2 * (mib << 20) / (1u << 20)), 1u << 20, 0, 200,
+		"the long stream through the SRQ");
+	free_pair(&p);
 }
 
 /* Small messages go unsignaled, without a completion of their own; a rank

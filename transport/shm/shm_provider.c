@@ -154,16 +154,6 @@ static void link_free(oxr_group *g, struct shm_link *sl)
 	free(sl);
 }
 
-/* 1 when the collectives talk to peer straight: ranks 2^i apart either
- * way round the group (binomial trees, dissemination, recursive doubling
- * and halving, the crystal router's bisection partners). */
-static int partner(int rank, int peer, int size)
-{
-	unsigned d = (unsigned)(rank > peer ? rank - peer : peer - rank), e = (unsigned)size - d;
-
-	return (d & (d - 1)) == 0 || (e & (e - 1)) == 0;
-}
-
 /* Which links a rank receives on through a ring of their own (the rest
  * share its FIFO): up to OXR_SHM_RINGS of them, its collective partners
  * first, other peers in the order their links open, at most half. */
@@ -171,7 +161,7 @@ static int wants_ring(oxr_group *g, struct shm_group *sg, struct shm_ctx *x, int
 {
 	if (sg->rings >= x->rings)
 		return 0;
-	return partner(g->rank, peer, g->size) || sg->other_rings < x->rings / 2;
+	return oxr_rank_is_partner(g->rank, peer, g->size) || sg->other_rings < x->rings / 2;
 }
 
 static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offer)
@@ -213,7 +203,7 @@ static oxr_status_t shm_offer(oxr_group *g, int peer, void **priv, uint8_t *offe
 			return st;
 		}
 		sg->rings++;
-		sl->other_ring = !partner(g->rank, peer, g->size);
+		sl->other_ring = !oxr_rank_is_partner(g->rank, peer, g->size);
 		sg->other_rings += sl->other_ring;
 	}
 	sg->links[sg->n++] = sl;
@@ -576,6 +566,13 @@ static void shm_renumber(void *priv, int peer)
 	((struct shm_link *)priv)->peer = peer;
 }
 
+static int shm_rx_shared(const struct link *l)
+{
+	const struct shm_link *sl = oxr_link_priv(l);
+
+	return sl && sl->in_slot >= 0;
+}
+
 static const struct oxr_link_ops shm_link_ops = {
 	.name = "shm",
 	.caps = OXR_LINK_CAP_PUT,
@@ -586,6 +583,7 @@ static const struct oxr_link_ops shm_link_ops = {
 	.drain = shm_drain,
 	.destroy = shm_destroy,
 	.renumber = shm_renumber,
+	.rx_shared = shm_rx_shared,
 	.put = oxr_shm_put,
 	.put_note = oxr_shm_put_note,
 };

@@ -189,6 +189,7 @@ static oxr_status_t passive(oxr_group *g, struct cm *c, struct vlink *v, int fd,
 	if ((st = move_qp(g, c->conn, oxr_vlink_qp(v))))
 		return st;
 	p.qp_num = oxr_vlink_qp(v)->qp_num;
+	p.srq = 1; /* a stream QP takes its receives from the group's SRQ */
 	if (rdma_accept(c->conn, &p))
 		return oxr_err(OXR_ERR_IO, "rdma_accept: %s", strerror(errno));
 	/* not the socket here: the peer's ready may come before this event */
@@ -226,6 +227,7 @@ static oxr_status_t active(oxr_group *g, struct cm *c, struct vlink *v, int fd,
 	if ((st = wait_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, fd, NULL, NULL)))
 		return st;
 	p.qp_num = oxr_vlink_qp(v)->qp_num;
+	p.srq = 1;
 	if (rdma_connect(c->id, &p))
 		return oxr_err(OXR_ERR_IO, "rdma_connect %s: %s", host, strerror(errno));
 	/* a QP of our own: rdma_cm answers CONNECT_RESPONSE and leaves the moves to us */

@@ -3,25 +3,46 @@
  * Links over RDMA verbs: one reliable-connected QP per peer carrying the
  * same OX byte stream a TCP link carries.
  *
- * Each side owns a receive ring of `nslots` slots of `slot` bytes,
- * registered for remote write by that one peer only.  The sender copies up
- * to a slot of the stream into a local staging slot and RDMA-WRITEs it WITH
- * IMMEDIATE into the peer's next ring slot; the completion tells the
- * receiver the length (byte_len) and carries, as the immediate, the number
- * of the receiver's own slots the sender has freed since its last write
- * (credits travel back piggybacked).  When there is nothing to carry them,
- * a zero-byte write with immediate carries them alone: it uses a receive
- * WR of a small control pool but no slot, and it is sent only once a
- * quarter of the ring (`thresh`) has been freed.
+ * A side with a ring owns `rx_slots` slots of `slot` bytes, registered for
+ * remote write by that one peer only.  The sender copies up to a slot of
+ * the stream into a staging slot and RDMA-WRITEs it WITH IMMEDIATE into the
+ * peer's next ring slot; the completion tells the receiver the length
+ * (byte_len) and carries, as the immediate, the number of the receiver's
+ * own slots the sender has freed since its last write (credits travel back
+ * piggybacked).  When there is nothing to carry them, a zero-byte SEND with
+ * immediate carries them alone: it uses a receive WR but no slot, and it is
+ * sent only once a quarter of the slots (`thresh`) has been freed.
  *
  * Invariants: a data write needs a credit, so the sender never has more
- * writes on the peer than the peer has free slots; a credits-only write
+ * writes on the peer than the peer has free slots; a credits-only message
  * needs none, so two sides that wait on each other's credits can always
  * return them, and it frees no slot, so it never causes another (no
- * ping-pong).  Unseen credits-only writes at a peer return >= thresh slots
- * each out of at most nslots, so nslots / thresh + 2 control WRs keep the
- * receive queue from ever running dry (no RNR).  Slots are read in arrival
- * order (RC writes complete in order), so the stream is ordered.
+ * ping-pong).  Unseen credits-only messages at a peer return >= thresh
+ * slots each out of at most rx_slots, so a link has at most
+ * rx_slots / thresh + 2 controls unseen.  Slots are read in arrival order
+ * (RC completes in order), so the stream is ordered.
+ *
+ * Resources independent of P.  A ring is the fast path, and pinned memory
+ * per peer: only OXR_VERBS_RINGS links of a group get one (the collective
+ * partners first, as their links open; wants_ring).  Every other link
+ * receives into the group's shared receive queue (SRQ): the sender SENDs
+ * WITH IMMEDIATE, the SRQ hands out the next free buffer, and the link
+ * keeps that buffer until its reader is done with it (rx_buf maps the
+ * link's `rx_slots` virtual slots onto SRQ buffers); the credits are the
+ * same, OXR_VERBS_SRQ_CREDITS of them, so one link holds at most that many
+ * buffers.  Each side chooses for what it receives, and says so in its
+ * offer.  All stream QPs take their receive WRs from the SRQ, also for
+ * writes into a ring (the WR's buffer is posted again at once) and for the
+ * zero-byte controls (credits, FIN: SENDs, so a link without a ring needs
+ * no address at its peer).  Staging slots come from one pool per group, a
+ * slot going back with its WR's completion; a send that finds the pool
+ * empty waits, and the completion that refills it wakes the links that
+ * wait (st_starved).  The CQ grows (ibv_resize_cq) with the QPs open.
+ * Per rank and group: min(L, rings) x slots x slot + (srq_bufs +
+ * stage_slots) x slot pinned bytes, whatever P and the number L of verbs
+ * links; per link, a QP and O(rx_slots) bytes of bookkeeping.  Since the
+ * SRQ is shared, a buffer shortage is an RNR NAK and a retry (rnr_retry
+ * 7: forever), never a lost message; the credits make it rare.
  *
  * One-sided puts are RDMA WRITEs (without immediate) into the peer's window
  * MR, on a QP of their own (verbs_wqp.c), so that a revoked window's
@@ -55,6 +76,7 @@
 
 #include "oxr_internal.h"
 #include "verbs_dev.h"
+#include "verbs_group.h"
 #include "verbs_link.h"
 #include "verbs_rcache.h"
 
@@ -62,59 +84,49 @@
 #define IMM_RNDV 0x80000000u  /* the slot holds a rendezvous descriptor */
 #define IMM_FIN 0x40000000u   /* zero bytes: the peer has read our rendezvous piece */
 #define IMM_CREDITS 0x0000ffffu
+#define OFFER_CM 1u       /* offer's flags: QPs connected by rdma_cm */
+#define OFFER_SHARED 2u   /* the offerer receives into its SRQ: SEND, no ring */
 #define RNDV_DESC 16          /* u64 address, u32 rkey, u32 length (little-endian) */
 #define RNDV_MAX (1u << 30)   /* one descriptor covers at most this much */
 #define RNDV_DIRECT 16384     /* smaller reads land in the slot, then are copied */
 
 #define OFFER_MAGIC 0x5652584fu /* "OXRV" little-endian */
-#define SQ_EXTRA 16             /* SQ entries beyond the staging slots: credits, READs */
 #define SIG_EVERY 16            /* unsignaled stream WRs in a row, at most */
-/* Receive WRs go back RECV_BATCH at a time (one provider call, one lock,
- * not one per message); the queue holds that many more than the ring's
- * invariant needs, so it still never runs dry. */
-#define RECV_BATCH 8
 
 /* Slots freed before they are returned without data to carry them. */
 static uint32_t thresh(uint32_t nslots) { return nslots / 4 ? nslots / 4 : 1; }
-/* Receive WRs for credits-only writes and the one FIN (see the invariants above). */
+/* Controls a peer may send unseen: credits-only writes and the one FIN
+ * (see the invariants above); what a link not attached yet may hold. */
 static uint32_t ctl_wrs(uint32_t nslots) { return nslots / thresh(nslots) + 3; }
-/* The slot after i.  Not % nslots: a division on every message's path is a
+/* The slot after i.  Not % n: a division on every message's path is a
  * helper call under qemu's TCG, where the soft-RoCE tests run. */
-#define NEXT_SLOT(v, i) ((i) + 1 == (v)->nslots ? 0 : (i) + 1)
+#define NEXT_RX(v, i) ((i) + 1 == (v)->rx_slots ? 0 : (i) + 1)
+#define NEXT_TX(v, i) ((i) + 1 == (v)->tx_slots ? 0 : (i) + 1)
 
 enum rd_state { RD_IDLE, RD_DIRECT, RD_BOUNCE, RD_BOUNCED };
-
-struct vgroup {
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
-	int cqe;
-	unsigned unacked;  /* CQ events taken, not yet acknowledged */
-	/* Links whose handshake has not attached them yet.  Each side attaches
-	 * once it has the peer's ready, so the side that gets it first writes
-	 * while the other's link is still OPENING; those completions are
-	 * held for the link (hold_wc), not dropped as a gone QP's. */
-	struct vlink *pending;
-};
 
 struct vlink {
 	struct ibv_qp *qp;
 	int peer;
-	uint32_t nslots, slot; /* geometry of both rings (checked equal) */
-	/* receiving: the peer writes into rx */
-	uint8_t *rx;
+	uint32_t slot;         /* bytes of every slot and buffer (checked equal) */
+	/* receiving: the peer writes into rx (a ring), or SENDs into the SRQ */
+	uint32_t rx_slots;     /* the ring's slots, or the peer's credits into the SRQ */
+	uint8_t *rx;           /* the ring; NULL: the SRQ */
 	struct ibv_mr *rx_mr;
+	uint32_t *rx_buf;      /* without a ring: the SRQ buffer of each slot */
 	uint32_t *rx_len;      /* byte_len of each arrived slot */
 	uint32_t rx_next;      /* where the next arriving write landed */
 	uint32_t rx_head;      /* first slot not yet read */
 	uint32_t rx_ready;     /* arrived, not read */
 	uint32_t rx_off;       /* bytes of the head slot already read */
 	uint32_t owed;         /* slots freed here, not yet announced to the peer */
-	uint32_t thresh;       /* thresh(nslots) */
-	uint32_t rq_used;      /* receive WRs consumed, not yet posted again */
-	/* sending: staging slots, posted in order, completed in order */
-	uint8_t *tx;
-	struct ibv_mr *tx_mr;
-	uint32_t st_next, st_busy;
+	uint32_t thresh;       /* thresh(rx_slots) */
+	int ring_other;        /* its ring went to a peer that is no collective partner */
+	/* sending: into the peer's ring (raddr) or its SRQ (tx_srq) */
+	uint32_t tx_slots;     /* the peer's rx_slots: our credits at most */
+	int tx_srq;
+	uint32_t *stq;         /* staging slots of WRs in flight, in posting order */
+	uint32_t stq_head, stq_n, stq_cap;
 	uint32_t tx_next;      /* the peer slot of our next write */
 	uint32_t credits;
 	uint32_t sq_posted, sq_depth; /* posted and not yet released by a completion */
@@ -151,144 +163,6 @@ struct oxr_prov_mr {
 	struct ibv_mr *mr;
 };
 
-static struct oxr_vdev *dev(oxr_group *g) { return &oxr_vctx(g)->dev; }
-static struct vgroup *vgr(oxr_group *g) { return g->pgroup; }
-
-static oxr_status_t vgroup_get(oxr_group *g, struct vgroup **out)
-{
-	struct vgroup *vg = g->pgroup;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EPOLL_CQ };
-	int per_link = (int)(2 * oxr_vctx(g)->slots + ctl_wrs(oxr_vctx(g)->slots) + SQ_EXTRA +
-			     OXR_VWQP_WRS);
-
-	if (vg) {
-		*out = vg;
-		return OXR_OK;
-	}
-	vg = calloc(1, sizeof(*vg));
-	if (!vg)
-		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
-	vg->cqe = per_link * (g->size > 1 ? g->size - 1 : 1);
-	vg->ch = ibv_create_comp_channel(dev(g)->verbs);
-	vg->cq = vg->ch ? ibv_create_cq(dev(g)->verbs, vg->cqe, NULL, vg->ch, 0) : NULL;
-	if (!vg->cq || ibv_req_notify_cq(vg->cq, 0)) {
-		int e = errno;
-		if (vg->cq)
-			ibv_destroy_cq(vg->cq);
-		if (vg->ch)
-			ibv_destroy_comp_channel(vg->ch);
-		free(vg);
-		return oxr_err(OXR_ERR_IO, "verbs: completion queue of %d entries on %s: %s "
-			       "(memlock limit? see ulimit -l)", per_link, dev(g)->name, strerror(e));
-	}
-	fcntl(vg->ch->fd, F_SETFL, fcntl(vg->ch->fd, F_GETFL) | O_NONBLOCK);
-	ev.data.u32 = EPOLL_CQ;
-	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, vg->ch->fd, &ev)) {
-		int e = errno;
-		ibv_destroy_cq(vg->cq);
-		ibv_destroy_comp_channel(vg->ch);
-		free(vg);
-		return oxr_err(OXR_ERR_IO, "verbs: epoll_ctl: %s", strerror(e));
-	}
-	/* QP fatal, port down, device fatal: the device says so on its async
-	 * fd, and the links fail at once instead of after the QP's retries */
-	fcntl(dev(g)->verbs->async_fd, F_SETFL, fcntl(dev(g)->verbs->async_fd, F_GETFL) | O_NONBLOCK);
-	ev.data.u32 = EPOLL_ASYNC;
-	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, dev(g)->verbs->async_fd, &ev) && errno != EEXIST)
-		oxr_log(g->ctx, OXR_LOG_WARN, "verbs: watching %s's async events: %s (a port that "
-			"goes down is then noticed by the QP's retries)", dev(g)->name, strerror(errno));
-	g->pgroup = vg;
-	*out = vg;
-	return OXR_OK;
-}
-
-/* Every verbs link of g fails with why (the port or the device went). */
-static void fail_all(oxr_group *g, const char *why)
-{
-	int p;
-
-	for (p = 0; p < g->size; p++)
-		if (vl(oxr_link_at(g, p)) && oxr_link_up(oxr_link_at(g, p)))
-			oxr_link_fail(g, oxr_link_at(g, p), OXR_ERR_PEER, "verbs link to rank %d (%s): %s",
-				      p, oxr_link_addr(oxr_link_at(g, p)), why);
-}
-
-void oxr_vgroup_async(oxr_group *g)
-{
-	struct ibv_async_event ev;
-	char why[160];
-	int p;
-
-	while (ibv_get_async_event(dev(g)->verbs, &ev) == 0) {
-		const char *what = ibv_event_type_str(ev.event_type);
-		switch (ev.event_type) {
-		case IBV_EVENT_QP_FATAL:
-		case IBV_EVENT_QP_REQ_ERR:
-		case IBV_EVENT_QP_ACCESS_ERR:
-		case IBV_EVENT_PATH_MIG_ERR:
-			for (p = 0; p < g->size; p++)
-				if (vl(oxr_link_at(g, p)) && vl(oxr_link_at(g, p))->qp == ev.element.qp &&
-				    oxr_link_up(oxr_link_at(g, p)))
-					oxr_link_fail(g, oxr_link_at(g, p), OXR_ERR_PEER, "verbs link to rank "
-						      "%d (%s): its QP failed (%s)", p, oxr_link_addr(oxr_link_at(g, p)),
-						      what);
-			break;
-		case IBV_EVENT_PORT_ERR:
-			if (ev.element.port_num != dev(g)->port)
-				break;
-			snprintf(why, sizeof(why), "port %u of %s went down (%s)", dev(g)->port,
-				 dev(g)->name, what);
-			fail_all(g, why);
-			break;
-		case IBV_EVENT_DEVICE_FATAL:
-			snprintf(why, sizeof(why), "device %s failed (%s)", dev(g)->name, what);
-			fail_all(g, why);
-			break;
-		default:
-			oxr_log(g->ctx, OXR_LOG_DEBUG, "verbs: %s on %s", what, dev(g)->name);
-			break;
-		}
-		ibv_ack_async_event(&ev);
-	}
-}
-
-void oxr_vgroup_destroy(oxr_group *g)
-{
-	struct vgroup *vg = g->pgroup;
-
-	if (!vg)
-		return;
-	while (vg->pending) {
-		struct vlink *v = vg->pending;
-		vg->pending = v->pend_next;
-		v->pend_next = NULL;
-		v->pending = 0;
-	}
-	if (vg->unacked)
-		ibv_ack_cq_events(vg->cq, vg->unacked);
-	epoll_ctl(g->epfd, EPOLL_CTL_DEL, vg->ch->fd, NULL);
-	epoll_ctl(g->epfd, EPOLL_CTL_DEL, dev(g)->verbs->async_fd, NULL);
-	ibv_destroy_cq(vg->cq);
-	ibv_destroy_comp_channel(vg->ch);
-	free(vg);
-	g->pgroup = NULL;
-}
-
-/* Posts n receive WRs in one call (n <= RECV_BATCH). */
-static oxr_status_t post_recvs(struct vlink *v, uint32_t n)
-{
-	struct ibv_recv_wr wr[RECV_BATCH], *bad;
-	uint32_t i;
-
-	/* no scatter list: a write with immediate consumes the WR, not its memory */
-	for (i = 0; i < n; i++)
-		wr[i] = (struct ibv_recv_wr){ .wr_id = WR_ID(v->peer, WR_RECV),
-					      .next = i + 1 < n ? &wr[i + 1] : NULL };
-	return ibv_post_recv(v->qp, wr, &bad) ? oxr_err(OXR_ERR_IO, "verbs: ibv_post_recv: %s",
-							strerror(errno))
-					      : OXR_OK;
-}
-
 /* v leaves the group's pending links (attached, or gone with its handshake). */
 static void unpend(oxr_group *g, struct vlink *v)
 {
@@ -305,28 +179,39 @@ static void unpend(oxr_group *g, struct vlink *v)
 	v->pend_next = NULL;
 }
 
+/* The QP goes first: after it, no DMA touches what v holds, and v's SRQ
+ * buffers and staging slots go back to their pools. */
 static void vlink_free(oxr_group *g, struct vlink *v)
 {
-	size_t ring = (size_t)v->nslots * v->slot;
+	struct vgroup *vg = vgr(g);
+	uint32_t i, k;
 
 	unpend(g, v);
-	free(v->held);
 	oxr_vwqp_free(g, v->w);
-	if (v->qp)
-		oxr_vdestroy_qp(v->qp);
+	if (vg && v->qp)
+		oxr_vqtab_del(vg, v->qp->qp_num);
+	oxr_vqp_destroy(g, v->qp);
+	for (i = 0; i < v->nheld; i++)
+		if (WR_KIND(v->held[i].wr_id) == WR_RECV)
+			oxr_vsrq_give(g, (uint32_t)WR_PEER(v->held[i].wr_id));
+	free(v->held);
+	if (!v->rx && v->rx_buf)
+		for (k = 0, i = v->rx_head; k < v->rx_ready; k++, i = NEXT_RX(v, i))
+			oxr_vsrq_give(g, v->rx_buf[i]);
+	for (k = 0; vg && k < v->stq_n; k++)
+		oxr_vstage_put(vg, v->stq[(v->stq_head + k) % v->stq_cap]);
+	free(v->stq);
 	/* the QP is gone, so no READ is still writing into rd_mr's memory */
 	oxr_rcache_put(oxr_vctx(g)->rcache, v->rd_mr);
 	if (v->sd_mr)
 		oxr_vdereg_mr(v->sd_mr);
 	free(v->rx_rndv);
-	if (v->rx_mr)
-		oxr_vdereg_mr(v->rx_mr);
-	if (v->tx_mr)
-		oxr_vdereg_mr(v->tx_mr);
-	if (v->rx)
-		oxr_vdev_free(dev(g), v->rx, ring);
-	if (v->tx)
-		oxr_vdev_free(dev(g), v->tx, ring);
+	free(v->rx_buf);
+	oxr_vpool_free(g, (size_t)v->rx_slots * v->slot, v->rx, v->rx_mr);
+	if (v->rx && vg) {
+		vg->rings--;
+		vg->other_rings -= (uint32_t)v->ring_other;
+	}
 	free(v->rx_len);
 	free(v);
 }
@@ -345,41 +230,46 @@ uint32_t oxr_vpsn(void)
 	return psn & 0xffffff;
 }
 
-oxr_status_t oxr_vqp_create(oxr_group *g, uint32_t send_wr, uint32_t recv_wr, int access,
-			    struct ibv_qp **out, uint32_t *max_inline)
+/* Whether the link to peer receives through a ring of its own: up to
+ * OXR_VERBS_RINGS links, the collective partners first, other peers in
+ * the order their links open, at most half. */
+static int wants_ring(oxr_group *g, const struct vgroup *vg, int peer)
 {
-	struct oxr_vdev *d = dev(g);
-	struct ibv_qp_init_attr qa = { 0 };
-	struct ibv_qp_attr a = { 0 };
-	struct vgroup *vg = NULL;
-	struct ibv_qp *qp;
+	uint32_t max = oxr_vctx(g)->rings;
+
+	if (vg->rings >= max)
+		return 0;
+	return oxr_rank_is_partner(g->rank, peer, g->size) || vg->other_rings < max / 2;
+}
+
+/* v's receive side: a ring registered for remote write by its one peer
+ * (least privilege: its rkey goes to that peer only), or the SRQ. */
+static oxr_status_t rx_make(oxr_group *g, struct vgroup *vg, struct vlink *v)
+{
+	struct oxr_vctx *x = oxr_vctx(g);
 	oxr_status_t st;
 
-	*out = NULL;
-	if ((st = vgroup_get(g, &vg)))
-		return st;
-	qa.send_cq = qa.recv_cq = vg->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = send_wr;
-	qa.cap.max_recv_wr = recv_wr;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = d->max_inline;
-	qp = oxr_vcreate_qp(d->pd, &qa);
-	if (!qp)
-		return oxr_err(OXR_ERR_IO, "verbs: ibv_create_qp on %s: %s", d->name, strerror(errno));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = d->port;
-	a.qp_access_flags = (unsigned)access;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS)) {
-		int e = errno;
-		oxr_vdestroy_qp(qp);
-		return oxr_err(OXR_ERR_IO, "verbs: QP to INIT: %s", strerror(e));
+	if (wants_ring(g, vg, v->peer)) {
+		v->rx_slots = x->slots;
+		if ((st = oxr_vpool_make(g, (size_t)v->rx_slots * v->slot,
+				    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &v->rx, &v->rx_mr,
+				    "receive ring")))
+			return st;
+		vg->rings++;
+		v->ring_other = !oxr_rank_is_partner(g->rank, v->peer, g->size);
+		vg->other_rings += (uint32_t)v->ring_other;
+	} else {
+		v->rx_slots = x->srq_credits;
+		if (!(v->rx_buf = calloc(v->rx_slots, sizeof(*v->rx_buf))))
+			return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
 	}
-	*max_inline = qa.cap.max_inline_data;
-	*out = qp;
+	v->rx_len = calloc(v->rx_slots, sizeof(*v->rx_len));
+	v->rx_rndv = calloc(v->rx_slots, 1);
+	if (!v->rx_len || !v->rx_rndv)
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
+	v->thresh = thresh(v->rx_slots);
+	oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: verbs link to rank %d receives %s", g->rank,
+		v->peer, v->rx ? "into a ring of its own" : "through the shared receive queue");
 	return OXR_OK;
 }
 
@@ -387,60 +277,47 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 			      uint8_t offer[OXR_VOFFER_BYTES])
 {
 	struct oxr_vdev *d = dev(g);
+	struct oxr_vctx *x = oxr_vctx(g);
+	struct vgroup *vg = NULL;
 	struct vlink *v;
-	size_t ring;
-	uint32_t psn, i, n;
+	uint32_t psn, most = x->slots > x->srq_credits ? x->slots : x->srq_credits;
 	oxr_status_t st;
 
+	if ((st = oxr_vgroup_get(g, &vg)))
+		return st;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
 	v->peer = peer;
-	v->nslots = oxr_vctx(g)->slots;
-	v->slot = oxr_vctx(g)->slot_bytes;
-	ring = (size_t)v->nslots * v->slot;
-	/* on the device's NUMA node: the HCA reads and writes them, not only the CPU */
-	v->rx = oxr_vdev_alloc(d, ring);
-	v->tx = oxr_vdev_alloc(d, ring);
-	v->rx_len = calloc(v->nslots, sizeof(*v->rx_len));
-	v->rx_rndv = calloc(v->nslots, 1);
-	if (!v->rx || !v->tx || !v->rx_len || !v->rx_rndv) {
-		vlink_free(g, v);
-		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for %zu-byte rings", ring);
-	}
-	/* least privilege: only the ring takes remote writes, and its rkey goes to one peer */
-	v->rx_mr = oxr_vreg_mr(d->pd, v->rx, ring, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	v->tx_mr = v->rx_mr ? oxr_vreg_mr(d->pd, v->tx, ring, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!v->tx_mr) {
-		int e = errno;
-		vlink_free(g, v);
-		return oxr_err(OXR_ERR_IO, "verbs: registering %zu bytes on %s: %s (memlock limit? "
-			       "ulimit -l)", 2 * ring, d->name, strerror(e));
-	}
-	v->dsge.lkey = v->tx_mr->lkey;
-	v->dwr.sg_list = &v->dsge;
-	v->dwr.num_sge = 1;
-	v->dwr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	v->sq_depth = v->nslots + SQ_EXTRA;
-	v->thresh = thresh(v->nslots);
-	v->sig_every = SIG_EVERY < v->sq_depth / 2 ? SIG_EVERY : v->sq_depth / 2;
-	/* what a peer may do on this QP; its MRs still decide where: the ring
-	 * takes writes, a rendezvous piece (one message) takes reads */
-	if ((st = oxr_vqp_create(g, v->sq_depth, v->nslots + ctl_wrs(v->nslots) + RECV_BATCH,
-				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &v->qp,
-				 &v->max_inline))) {
+	v->slot = x->slot_bytes;
+	/* the peer chooses ring or SRQ for what it receives: room for either */
+	v->sq_depth = most + SQ_EXTRA;
+	v->stq_cap = v->sq_depth;
+	if ((st = rx_make(g, vg, v)) ||
+	    (!(v->stq = calloc(v->stq_cap, sizeof(*v->stq))) &&
+	     (st = oxr_err(OXR_ERR_NOMEM, "verbs: out of memory")))) {
 		vlink_free(g, v);
 		return st;
 	}
-	v->pending = 1; /* the QP made the group's CQ (vgroup_get) */
-	v->pend_next = vgr(g)->pending;
-	vgr(g)->pending = v;
-	/* receives go up before the offer leaves, so the peer's first write finds one */
-	for (i = 0, n = v->nslots + ctl_wrs(v->nslots) + RECV_BATCH; i < n; i += RECV_BATCH)
-		if ((st = post_recvs(v, n - i < RECV_BATCH ? n - i : RECV_BATCH))) {
-			vlink_free(g, v);
-			return st;
-		}
+	v->dsge.lkey = vg->st_mr->lkey;
+	v->dwr.sg_list = &v->dsge;
+	v->dwr.num_sge = 1;
+	v->sig_every = SIG_EVERY < v->sq_depth / 2 ? SIG_EVERY : v->sq_depth / 2;
+	/* what a peer may do on this QP; its MRs still decide where: a ring
+	 * takes writes, a rendezvous piece (one message) takes reads */
+	if ((st = oxr_vqp_create_on(g, v->sq_depth, 0, 1,
+			    IBV_ACCESS_REMOTE_READ | (v->rx ? IBV_ACCESS_REMOTE_WRITE : 0), &v->qp,
+			    &v->max_inline))) {
+		vlink_free(g, v);
+		return st;
+	}
+	if (oxr_vqtab_add(vg, v->qp->qp_num, v)) {
+		vlink_free(g, v);
+		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
+	}
+	v->pending = 1;
+	v->pend_next = vg->pending;
+	vg->pending = v;
 	v->psn = psn = oxr_vpsn();
 	memset(offer, 0, OXR_VOFFER_BYTES);
 	put_u32(offer, OFFER_MAGIC);
@@ -449,12 +326,12 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	put_u32(offer + 12, d->lid);
 	memcpy(offer + 16, d->gid.raw, 16);
 	put_u64(offer + 32, (uintptr_t)v->rx);
-	put_u32(offer + 40, v->rx_mr->rkey);
-	put_u32(offer + 44, v->nslots);
+	put_u32(offer + 40, v->rx ? v->rx_mr->rkey : 0);
+	put_u32(offer + 44, v->rx_slots);
 	put_u32(offer + 48, v->slot);
 	put_u32(offer + 52, (uint32_t)d->mtu);
 	put_u32(offer + 56, (uint32_t)d->link_layer);
-	put_u32(offer + 60, (uint32_t)oxr_vctx(g)->cm);
+	put_u32(offer + 60, (x->cm ? OFFER_CM : 0) | (v->rx ? 0 : OFFER_SHARED));
 	*out = v;
 	return OXR_OK;
 }
@@ -464,31 +341,39 @@ oxr_status_t oxr_vlink_take_offer(oxr_group *g, struct vlink *v,
 {
 	struct oxr_vdev *d = dev(g);
 	uint32_t qpn = get_u32(offer + 4), psn = get_u32(offer + 8), mtu = get_u32(offer + 52);
+	uint32_t n = get_u32(offer + 44), flags = get_u32(offer + 60);
+	int cm = !!(flags & OFFER_CM);
 
 	if (get_u32(offer) != OFFER_MAGIC)
 		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent a malformed QP offer", v->peer);
-	if (get_u32(offer + 44) != v->nslots || get_u32(offer + 48) != v->slot)
-		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d uses rings of %u x %u bytes, this rank "
-			       "%u x %u: set OXR_VERBS_SLOTS and OXR_VERBS_SLOT_BYTES alike on "
-			       "every rank", v->peer, get_u32(offer + 44), get_u32(offer + 48),
-			       v->nslots, v->slot);
+	if (get_u32(offer + 48) != v->slot)
+		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d uses slots of %u bytes, this rank %u: "
+			       "set OXR_VERBS_SLOT_BYTES alike on every rank", v->peer,
+			       get_u32(offer + 48), v->slot);
+	/* our send queue holds the peer's credits and SQ_EXTRA more */
+	if (n == 0 || n > v->sq_depth - SQ_EXTRA)
+		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d gives %u credits, this rank takes "
+			       "1..%u: set OXR_VERBS_SLOTS and OXR_VERBS_SRQ_CREDITS alike on every "
+			       "rank", v->peer, n, v->sq_depth - SQ_EXTRA);
 	if (get_u32(offer + 56) != (uint32_t)d->link_layer)
 		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d is on another link layer (%u, this "
 			       "rank %d)", v->peer, get_u32(offer + 56), d->link_layer);
-	if (qpn > 0xffffff || psn > 0xffffff || mtu < IBV_MTU_256 || mtu > IBV_MTU_4096)
+	if (qpn > 0xffffff || psn > 0xffffff || mtu < IBV_MTU_256 || mtu > IBV_MTU_4096 ||
+	    (flags & ~(OFFER_CM | OFFER_SHARED)))
 		return oxr_err(OXR_ERR_PROTO, "verbs: rank %d sent an offer out of range "
-			       "(qpn %u, psn %u, mtu %u)", v->peer, qpn, psn, mtu);
-	if (get_u32(offer + 60) != (uint32_t)oxr_vctx(g)->cm)
+			       "(qpn %u, psn %u, mtu %u, flags 0x%x)", v->peer, qpn, psn, mtu, flags);
+	if (cm != oxr_vctx(g)->cm)
 		return oxr_err(OXR_ERR_INVAL, "verbs: rank %d sets up QPs %s, this rank %s: set "
 			       "OXR_VERBS_CM alike on every rank", v->peer,
-			       get_u32(offer + 60) ? "by rdma_cm" : "over tcp",
-			       oxr_vctx(g)->cm ? "by rdma_cm" : "over tcp");
+			       cm ? "by rdma_cm" : "over tcp", oxr_vctx(g)->cm ? "by rdma_cm" : "over tcp");
 	v->addr.lid = get_u32(offer + 12) & 0xffff;
 	memcpy(v->addr.gid, offer + 16, 16);
 	v->addr.mtu = mtu;
-	v->raddr = get_u64(offer + 32);
-	v->rkey = get_u32(offer + 40);
-	v->credits = v->nslots;
+	v->tx_srq = !!(flags & OFFER_SHARED);
+	v->raddr = v->tx_srq ? 0 : get_u64(offer + 32);
+	v->rkey = v->tx_srq ? 0 : get_u32(offer + 40);
+	v->dwr.opcode = v->tx_srq ? IBV_WR_SEND_WITH_IMM : IBV_WR_RDMA_WRITE_WITH_IMM;
+	v->tx_slots = v->credits = n;
 	return OXR_OK;
 }
 
@@ -513,7 +398,7 @@ oxr_status_t oxr_vqp_connect(oxr_group *g, struct ibv_qp *qp, int peer, const st
 	a.dest_qp_num = qpn;
 	a.rq_psn = psn;
 	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12; /* 0.64 ms; credits make RNR a bug, not a state */
+	a.min_rnr_timer = 12; /* 0.64 ms until a retry: the SRQ was out of buffers */
 	a.ah_attr.port_num = d->port;
 	a.ah_attr.dlid = (uint16_t)pa->lid;
 	if (d->link_layer == IBV_LINK_LAYER_ETHERNET || d->gid_index > 0 ||
@@ -535,7 +420,9 @@ oxr_status_t oxr_vqp_connect(oxr_group *g, struct ibv_qp *qp, int peer, const st
 	 * the link within about retry * 2^t * 4 us (defaults 7 * 67 ms) */
 	a.timeout = (uint8_t)oxr_vctx(g)->timeout;
 	a.retry_cnt = (uint8_t)oxr_vctx(g)->retry;
-	a.rnr_retry = 6;
+	/* the SRQ is shared: a shortage is a wait (7: retry for ever), the
+	 * credits keep it rare; a dead peer still fails by timeout x retry */
+	a.rnr_retry = 7;
 	a.sq_psn = my_psn; /* the one our offer announced */
 	a.max_rd_atomic = 1;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -581,12 +468,15 @@ static int post_send(struct vlink *v, struct ibv_send_wr *wr, int must)
 	return 0;
 }
 
-/* Posts len > 0 bytes at src into the peer's next ring slot.  src is the
- * staging slot st_next, or, for a WR that goes inline, any memory: the
- * provider copies inline bytes into the WR as it is posted, so they need
- * no registration and no staging copy, and nothing waits for this WR's
- * completion (the staging slot, if used, is free again at once). */
-static int post_data(struct vlink *v, const uint8_t *src, uint32_t len, uint32_t flags)
+/* Posts len > 0 bytes at src into the peer's next ring slot, or its SRQ.
+ * src is staging slot st, or, for a WR that goes inline (st may be -1),
+ * any memory: the provider copies inline bytes into the WR as it is
+ * posted, so they need no registration and no staging copy, and nothing
+ * waits for this WR's completion (the staging slot, if used, is free again
+ * at once).  A staging slot that goes out is the link's until its WR
+ * completes (stq: completions come in posting order). */
+static int post_data(oxr_group *g, struct vlink *v, const uint8_t *src, uint32_t len,
+		     uint32_t flags, int st)
 {
 	struct ibv_send_wr *wr = &v->dwr; /* its constant fields are set (oxr_vlink_create) */
 	int inl = len <= v->max_inline;
@@ -598,51 +488,41 @@ static int post_data(struct vlink *v, const uint8_t *src, uint32_t len, uint32_t
 	wr->imm_data = htonl(v->owed | flags);
 	wr->wr.rdma.remote_addr = v->raddr + (uint64_t)v->tx_next * v->slot;
 	wr->wr.rdma.rkey = v->rkey;
-	if (post_send(v, wr, !inl))
+	if (post_send(v, wr, !inl)) {
+		if (st >= 0)
+			oxr_vstage_put(vgr(g), (uint32_t)st);
 		return -1;
+	}
 	v->owed = 0;
 	v->credits--;
-	v->tx_next = NEXT_SLOT(v, v->tx_next);
-	if (!inl) {
-		v->st_next = NEXT_SLOT(v, v->st_next);
-		v->st_busy++;
-	}
+	v->tx_next = NEXT_TX(v, v->tx_next);
+	if (st >= 0 && inl)
+		oxr_vstage_put(vgr(g), (uint32_t)st);
+	else if (st >= 0)
+		v->stq[(v->stq_head + v->stq_n++) % v->stq_cap] = (uint32_t)st;
 	return 0;
 }
 
-/* A zero-byte write with immediate: credits alone (or with a FIN), no slot, no credit. */
-static int post_credits(struct vlink *v, uint32_t flags)
+/* A zero-byte SEND with immediate: credits alone (or with a FIN), no slot,
+ * no credit.  Signaled (must), it is also a flush: its completion says
+ * every unsignaled WR before it is done. */
+static int post_credits(struct vlink *v, uint32_t flags, int must)
 {
 	struct ibv_send_wr wr = { 0 };
 
 	wr.wr_id = WR_ID(v->peer, WR_CTL);
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
 	wr.send_flags = IBV_SEND_INLINE;
 	wr.imm_data = htonl(v->owed | flags);
-	wr.wr.rdma.remote_addr = v->raddr;
-	wr.wr.rdma.rkey = v->rkey;
-	if (post_send(v, &wr, 0))
+	if (post_send(v, &wr, must))
 		return -1;
 	v->owed = 0;
 	return 0;
-}
-
-/* A signaled zero-byte RDMA WRITE (no immediate: the peer sees nothing):
- * its completion says every unsignaled WR before it is done. */
-static int post_flush(struct vlink *v)
-{
-	struct ibv_send_wr wr = { 0 };
-
-	wr.wr_id = WR_ID(v->peer, WR_CTL);
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = v->raddr;
-	wr.wr.rdma.rkey = v->rkey;
-	return post_send(v, &wr, 1);
 }
 
 static int can_post(const struct vlink *v, uint32_t need_credits)
 {
-	return v->credits >= need_credits && v->st_busy < v->nslots && v->sq_posted < v->sq_depth;
+	return v->credits >= need_credits && v->sq_posted < v->sq_depth;
 }
 
 /* Returns freed slots on their own when no data is about to carry them. */
@@ -651,7 +531,7 @@ static void return_credits(oxr_group *g, struct link *l)
 	struct vlink *v = vl(l);
 
 	if (v->owed >= v->thresh && (!oxr_link_sending(l) || !v->credits) &&
-	    v->sq_posted < v->sq_depth && post_credits(v, 0))
+	    v->sq_posted < v->sq_depth && post_credits(v, 0, 0))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting credits: %s",
 			      oxr_link_peer(l), strerror(errno));
 }
@@ -667,9 +547,34 @@ static void post_fin(oxr_group *g, struct link *l)
 		return;
 	}
 	v->fin_owed = 0;
-	if (post_credits(v, IMM_FIN))
+	if (post_credits(v, IMM_FIN, 0))
 		oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a FIN: %s",
 			      oxr_link_peer(l), strerror(errno));
+}
+
+/* Where slot i of v's receive side is: in its ring, or the SRQ buffer the
+ * write landed in; and the key a READ into it takes. */
+static uint8_t *rx_at(oxr_group *g, const struct vlink *v, uint32_t i)
+{
+	return v->rx ? v->rx + (size_t)i * v->slot : oxr_vsrq_at(vgr(g), v->rx_buf[i], v->slot);
+}
+
+static uint32_t rx_lkey(oxr_group *g, const struct vlink *v)
+{
+	return v->rx ? v->rx_mr->lkey : vgr(g)->srq_mr->lkey;
+}
+
+/* The head slot is read: it is free (an SRQ buffer goes back at once), and
+ * the peer hears of it with the next credits. */
+static void rx_pop(oxr_group *g, struct vlink *v)
+{
+	if (!v->rx)
+		oxr_vsrq_give(g, v->rx_buf[v->rx_head]);
+	v->rx_rndv[v->rx_head] = 0;
+	v->rx_head = NEXT_RX(v, v->rx_head);
+	v->rx_ready--;
+	v->rx_off = 0;
+	v->owed++;
 }
 
 static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
@@ -700,7 +605,7 @@ static int post_read(struct vlink *v, void *dst, uint32_t lkey, uint32_t k)
 static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena)
 {
 	struct vlink *v = vl(l);
-	uint8_t *slot = v->rx + (size_t)v->rx_head * v->slot;
+	uint8_t *slot = rx_at(g, v, v->rx_head);
 	size_t k = 0;
 
 	if (!v->rd_have) { /* the descriptor came from the network: check it */
@@ -738,7 +643,7 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 		}
 		v->rd_k = (uint32_t)k;
 		if (post_read(v, v->rd_dst, v->rd_state == RD_DIRECT ? v->rd_mr->lkey
-								     : v->rx_mr->lkey, v->rd_k)) {
+								     : rx_lkey(g, v), v->rd_k)) {
 			oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: posting a READ: %s",
 				      oxr_link_peer(l), strerror(errno));
 			goto io;
@@ -775,11 +680,8 @@ static ssize_t rndv_recv(oxr_group *g, struct link *l, void *buf, size_t n, int 
 		break;
 	}
 	if (v->rd_off == v->rd_len && v->rd_state == RD_IDLE) {
-		v->rx_rndv[v->rx_head] = 0;
-		v->rx_head = NEXT_SLOT(v, v->rx_head);
-		v->rx_ready--;
+		rx_pop(g, v);
 		v->rd_have = 0;
-		v->owed++;
 		post_fin(g, l);
 	}
 	return (ssize_t)k;
@@ -809,15 +711,11 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int ar
 		}
 		if (k > n - got)
 			k = n - got;
-		memcpy((uint8_t *)buf + got, v->rx + (size_t)v->rx_head * v->slot + v->rx_off, k);
+		memcpy((uint8_t *)buf + got, rx_at(g, v, v->rx_head) + v->rx_off, k);
 		got += k;
 		v->rx_off += (uint32_t)k;
-		if (v->rx_off == len) {
-			v->rx_head = NEXT_SLOT(v, v->rx_head);
-			v->rx_ready--;
-			v->rx_off = 0;
-			v->owed++;
-		}
+		if (v->rx_off == len)
+			rx_pop(g, v);
 	}
 	return_credits(g, l);
 	if (!got && n) {
@@ -827,11 +725,13 @@ ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int ar
 	return (ssize_t)got;
 }
 
-/* Offers iov's piece at p (len bytes) by rendezvous: 1 posted, 0 not (copy
- * it instead: memory that cannot be registered is still sent), -1 error. */
-static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len)
+/* Offers iov's piece at p (len bytes) by rendezvous, its descriptor
+ * written in staging slot st: 1 posted, 0 not (copy it instead: memory
+ * that cannot be registered is still sent; st is still the caller's), -1
+ * error. */
+static int rndv_send(oxr_group *g, struct vlink *v, int st, const uint8_t *p, size_t len)
 {
-	uint8_t *desc = v->tx + (size_t)v->st_next * v->slot;
+	uint8_t *desc = oxr_vstage_at(g, (uint32_t)st);
 
 	if (len > RNDV_MAX)
 		len = RNDV_MAX;
@@ -844,7 +744,7 @@ static int rndv_send(oxr_group *g, struct vlink *v, const uint8_t *p, size_t len
 	put_u64(desc, (uintptr_t)p);
 	put_u32(desc + 8, v->sd_mr->rkey);
 	put_u32(desc + 12, (uint32_t)len);
-	if (post_data(v, desc, RNDV_DESC, IMM_RNDV))
+	if (post_data(g, v, desc, RNDV_DESC, IMM_RNDV, st))
 		return -1;
 	v->sd_ptr = p;
 	v->sd_len = len;
@@ -878,21 +778,25 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 		}
 	}
 	while (i < niov && can_post(v, 1)) {
-		uint8_t *dst = v->tx + (size_t)v->st_next * v->slot;
+		uint8_t *dst;
 		uint32_t len = 0;
+		int st;
 		if (i == niov - 1 && iov[i].iov_len > ioff && iov[i].iov_len - ioff <= v->max_inline) {
 			/* the last piece, small: inline from where it is (a small
 			 * message is one such piece) */
 			len = (uint32_t)(iov[i].iov_len - ioff);
-			if (post_data(v, (const uint8_t *)iov[i].iov_base + ioff, len, 0)) {
+			if (post_data(g, v, (const uint8_t *)iov[i].iov_base + ioff, len, 0, -1)) {
 				errno = EIO;
 				return -1;
 			}
 			total += len;
 			break;
 		}
+		if ((st = oxr_vstage_get(vgr(g))) < 0)
+			break; /* the pool's next free slot wakes this link */
+		dst = oxr_vstage_at(g, (uint32_t)st);
 		if (rndv && iov[i].iov_len - ioff >= rndv) {
-			int r = rndv_send(g, v, (const uint8_t *)iov[i].iov_base + ioff,
+			int r = rndv_send(g, v, st, (const uint8_t *)iov[i].iov_base + ioff,
 					  iov[i].iov_len - ioff);
 			if (r < 0) {
 				errno = EIO;
@@ -916,9 +820,11 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 				ioff = 0;
 			}
 		}
-		if (!len)
+		if (!len) {
+			oxr_vstage_put(vgr(g), (uint32_t)st);
 			break;
-		if (post_data(v, dst, len, 0)) {
+		}
+		if (post_data(g, v, dst, len, 0, st)) {
 			errno = EIO;
 			return -1;
 		}
@@ -929,6 +835,21 @@ ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, i
 		return -1;
 	}
 	return (ssize_t)total;
+}
+
+struct link *oxr_vlink_owner(oxr_group *g, struct vlink *v)
+{
+	struct link *l;
+
+	if (!v || v->pending || v->peer < 0 || v->peer >= g->size)
+		return NULL;
+	l = oxr_link_at(g, v->peer);
+	return vl(l) == v ? l : NULL;
+}
+
+int oxr_vlink_rx_shared(const struct link *l)
+{
+	return vl(l) && !vl(l)->rx;
 }
 
 int oxr_vlink_buffered(const struct vlink *v)
@@ -978,7 +899,7 @@ void oxr_vmr_dereg(struct oxr_prov_mr *m)
 }
 
 /* Every WR posted is done.  Unsignaled ones finish unseen: a signaled
- * empty write behind them (once the queue has room) says when they did. */
+ * empty send behind them (once the queue has room) says when they did. */
 static int drained(void *arg)
 {
 	struct link *l = arg;
@@ -986,7 +907,7 @@ static int drained(void *arg)
 
 	if (!oxr_link_up(l))
 		return 1;
-	if (v->unsig && v->sq_posted < v->sq_depth && post_flush(v))
+	if (v->unsig && v->sq_posted < v->sq_depth && post_credits(v, 0, 1))
 		return 1; /* the QP broke: nothing more will complete */
 	return v->sq_posted == 0 && !v->sd_wait && !oxr_vwqp_busy(v);
 }
@@ -1005,82 +926,81 @@ void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
 		(void)oxr_progress_until(g, drained, l, timeout_ms);
 }
 
-/* The link a completion is for: the rank in its wr_id names it, unless the
- * group was renumbered since the WR was posted (a shrink: receives posted
- * before it still carry the old rank), so the QP number decides. */
-static int wc_peer(oxr_group *g, const struct ibv_wc *wc)
+/* A receive completion of v (from the SRQ: buffer b): data in the next
+ * slot, or credits and a FIN alone.  Checked: the peer wrote it.  A ring's
+ * data comes as an RDMA write with immediate (b stays unused and goes back
+ * at once), the SRQ's as a SEND (b holds it until it is read), controls as
+ * zero-byte SENDs. */
+static int took_recv(oxr_group *g, struct link *l, struct vlink *v, const struct ibv_wc *wc,
+		     int *rd, int *wr)
 {
-	int peer = WR_PEER(wc->wr_id), p;
+	uint32_t imm = ntohl(wc->imm_data), back = imm & IMM_CREDITS;
+	uint32_t b = (uint32_t)WR_PEER(wc->wr_id);
+	int rndv = !!(imm & IMM_RNDV), fin = !!(imm & IMM_FIN), data = wc->byte_len > 0;
+	int how = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ? 1 : wc->opcode == IBV_WC_RECV ? 2 : 0;
 
-	if (peer >= 0 && peer < g->size && vl(oxr_link_at(g, peer)) &&
-	    vl(oxr_link_at(g, peer))->qp->qp_num == wc->qp_num)
-		return peer;
-	for (p = 0; p < g->size; p++)
-		if (vl(oxr_link_at(g, p)) && vl(oxr_link_at(g, p))->qp->qp_num == wc->qp_num)
-			return p;
-	return -1; /* of a QP already gone */
+	if (!(wc->wc_flags & IBV_WC_WITH_IMM) || !how || (how == 1 && (!v->rx || !data)) ||
+	    (how == 2 && data && v->rx) || wc->byte_len > v->slot ||
+	    back > v->tx_slots - v->credits || (data && v->rx_ready >= v->rx_slots) ||
+	    (imm & ~(IMM_CREDITS | IMM_RNDV | IMM_FIN)) || (rndv && fin) ||
+	    (rndv && wc->byte_len != RNDV_DESC) ||
+	    (fin && (data || !v->sd_wait || v->sd_fin))) {
+		oxr_vsrq_give(g, b);
+		oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke the "
+			      "ring protocol (opcode %d, %u bytes, immediate 0x%x, %s)",
+			      oxr_link_peer(l), (int)wc->opcode, wc->byte_len, imm,
+			      v->rx ? "this side has a ring" : "this side receives through its SRQ");
+		return -1;
+	}
+	v->credits += back;
+	if (data && !v->rx)
+		v->rx_buf[v->rx_next] = b;
+	else
+		oxr_vsrq_give(g, b);
+	if (data) {
+		v->rx_len[v->rx_next] = wc->byte_len;
+		v->rx_rndv[v->rx_next] = (uint8_t)rndv;
+		v->rx_next = NEXT_RX(v, v->rx_next);
+		v->rx_ready++;
+		*rd = 1;
+	}
+	if (fin)
+		v->sd_fin = 1;
+	*wr = back > 0 || fin;
+	return 0;
 }
 
-static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd, int *wr)
+static void completion(oxr_group *g, const struct ibv_wc *wc, struct link *l, int *rd, int *wr)
 {
-	struct link *l;
-	struct vlink *v;
+	struct vlink *v = vl(l);
 
 	*rd = *wr = 0;
-	if (peer < 0)
-		return;
-	l = oxr_link_at(g, peer);
-	v = vl(l);
 	if (wc->status != IBV_WC_SUCCESS) {
+		if (WR_KIND(wc->wr_id) == WR_RECV)
+			oxr_vsrq_give(g, (uint32_t)WR_PEER(wc->wr_id));
 		if (wc->status != IBV_WC_WR_FLUSH_ERR || oxr_link_up(l))
 			oxr_link_fail(g, l, OXR_ERR_PEER, "verbs link to rank %d (%s) failed: %s "
-				      "(peer gone, or a write outside its memory)", peer, oxr_link_addr(l),
-				      ibv_wc_status_str(wc->status));
+				      "(peer gone, or a write outside its memory)", oxr_link_peer(l),
+				      oxr_link_addr(l), ibv_wc_status_str(wc->status));
 		return;
 	}
 	switch (WR_KIND(wc->wr_id)) {
-	case WR_RECV: {
-		uint32_t imm = ntohl(wc->imm_data), back = imm & IMM_CREDITS;
-		int rndv = !!(imm & IMM_RNDV), fin = !!(imm & IMM_FIN);
-		if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc->byte_len > v->slot ||
-		    back > v->nslots - v->credits || (wc->byte_len && v->rx_ready >= v->nslots) ||
-		    (imm & ~(IMM_CREDITS | IMM_RNDV | IMM_FIN)) || (rndv && fin) ||
-		    (rndv && wc->byte_len != RNDV_DESC) || (fin && (wc->byte_len || !v->sd_wait ||
-								    v->sd_fin))) {
-			oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: the peer broke "
-				      "the ring protocol (opcode %d, %u bytes, immediate 0x%x)",
-				      peer, (int)wc->opcode, wc->byte_len, imm);
-			return;
-		}
-		v->credits += back;
-		if (wc->byte_len) { /* data in the next slot; zero bytes: credits alone */
-			v->rx_len[v->rx_next] = wc->byte_len;
-			v->rx_rndv[v->rx_next] = (uint8_t)rndv;
-			v->rx_next = NEXT_SLOT(v, v->rx_next);
-			v->rx_ready++;
-			*rd = 1;
-		}
-		if (fin)
-			v->sd_fin = 1;
-		if (++v->rq_used == RECV_BATCH) {
-			v->rq_used = 0;
-			if (post_recvs(v, RECV_BATCH)) {
-				oxr_link_fail(g, l, OXR_ERR_IO, "%s", oxr_errmsg());
-				return;
-			}
-		}
-		*wr = back > 0 || fin;
-		break;
-	}
+	case WR_RECV:
+		(void)took_recv(g, l, v, wc, rd, wr);
+		return;
 	case WR_READ:
 		v->rd_done = 1;
 		*rd = 1;
 		break;
-	case WR_DATA:
-		v->st_busy--;
+	case WR_DATA: /* its staging slot is free */
+		if (v->stq_n) {
+			oxr_vstage_put(vgr(g), v->stq[v->stq_head]);
+			v->stq_head = v->stq_head + 1 == v->stq_cap ? 0 : v->stq_head + 1;
+			v->stq_n--;
+		}
 		break;
 	}
-	if (WR_KIND(wc->wr_id) != WR_RECV) { /* this WR, and the unsignaled ones before it */
+	{ /* this WR, and the unsignaled ones before it */
 		uint32_t n = WR_COVERS(wc->wr_id);
 		v->sq_posted -= n < v->sq_posted ? n : v->sq_posted;
 		*wr = 1;
@@ -1089,27 +1009,19 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, int peer, int *rd,
 
 /* A completion of a link not attached yet, kept for oxr_vlink_attached:
  * dropping it would lose the slot it says arrived (and its credits), and
- * the ring's next completion would name the wrong slot.  1: held. */
-static int hold_wc(oxr_group *g, const struct ibv_wc *wc)
+ * the ring's next completion would name the wrong slot. */
+static void hold_wc(struct vlink *v, const struct ibv_wc *wc)
 {
-	struct vlink *v;
-
-	for (v = vgr(g)->pending; v; v = v->pend_next)
-		if (v->qp && v->qp->qp_num == wc->qp_num)
-			break;
-	if (!v)
-		return 0;
 	if (!v->held) {
-		/* no more than the receive WRs posted: this side wrote nothing
-		 * yet, so the peer got no credits back beyond the ring's */
-		v->held_cap = v->nslots + ctl_wrs(v->nslots) + RECV_BATCH;
+		/* no more than the peer may send: this side wrote nothing yet,
+		 * so the peer got no credits back beyond its first ones */
+		v->held_cap = v->rx_slots + ctl_wrs(v->rx_slots) + RECV_BATCH;
 		v->held = calloc(v->held_cap, sizeof(*v->held));
 	}
 	if (!v->held || v->nheld == v->held_cap)
 		v->held_over = 1;
 	else
 		v->held[v->nheld++] = *wc;
-	return 1;
 }
 
 void oxr_vlink_attached(oxr_group *g, struct link *l)
@@ -1127,15 +1039,36 @@ void oxr_vlink_attached(oxr_group *g, struct link *l)
 	if (v->held_over) {
 		oxr_link_fail(g, l, OXR_ERR_PROTO, "verbs link to rank %d: more completions before "
 			      "the link was attached than it had receives posted", oxr_link_peer(l));
-		return;
+		return; /* vlink_free gives the held buffers back */
 	}
-	for (i = 0; i < v->nheld && oxr_link_up(l); i++)
-		completion(g, &v->held[i], oxr_link_peer(l), &rd, &wr);
+	for (i = 0; i < v->nheld; i++) {
+		if (oxr_link_up(l))
+			completion(g, &v->held[i], l, &rd, &wr);
+		else if (WR_KIND(v->held[i].wr_id) == WR_RECV)
+			oxr_vsrq_give(g, (uint32_t)WR_PEER(v->held[i].wr_id));
+	}
 	free(v->held);
 	v->held = NULL;
 	v->nheld = v->held_cap = 0;
 	/* the slots they say arrived are read once the link is announced
 	 * (oxr_link_attach reads a link with bytes buffered) */
+}
+
+/* The stream completion wc's link (-1: none now: its buffer went back),
+ * or held for a link not attached yet (-2). */
+static int wc_route(oxr_group *g, const struct ibv_wc *wc)
+{
+	struct vlink *v = oxr_vqtab_find(vgr(g), wc->qp_num);
+
+	if (v && v->pending) {
+		hold_wc(v, wc);
+		return -2;
+	}
+	if (v && v->peer >= 0 && v->peer < g->size && vl(oxr_link_at(g, v->peer)) == v)
+		return v->peer;
+	if (WR_KIND(wc->wr_id) == WR_RECV) /* of a QP already gone */
+		oxr_vsrq_give(g, (uint32_t)WR_PEER(wc->wr_id));
+	return -1;
 }
 
 oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
@@ -1151,19 +1084,16 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 	if (n < 0)
 		return oxr_err(OXR_ERR_IO, "verbs: ibv_poll_cq failed");
 	for (i = 0; i < n; i++) {
+		want[i] = 0;
 		if (WR_KIND(wc[i].wr_id) == WR_WIN || WR_KIND(wc[i].wr_id) == WR_WINRECV) {
 			/* the window QP's: not the stream's */
 			oxr_vwqp_completion(g, &wc[i]);
 			peers[i] = -1;
-			want[i] = 0;
 			continue;
 		}
-		peers[i] = wc_peer(g, &wc[i]);
-		if (peers[i] < 0 && hold_wc(g, &wc[i])) {
-			want[i] = 0;
+		if ((peers[i] = wc_route(g, &wc[i])) < 0)
 			continue;
-		}
-		completion(g, &wc[i], peers[i], &rd, &wr);
+		completion(g, &wc[i], oxr_link_at(g, peers[i]), &rd, &wr);
 		want[i] = (uint8_t)(rd | wr << 1);
 	}
 	/* then move each link once, however many of its completions came */
@@ -1176,6 +1106,7 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 			if (peers[j] == peers[i]) {
 				w |= want[j];
 				want[j] = 0;
+				peers[j] = -1;
 			}
 		l = oxr_link_at(g, peers[i]);
 		if (oxr_link_up(l) && vl(l) && vl(l)->fin_owed)
@@ -1183,32 +1114,8 @@ oxr_status_t oxr_vgroup_poll(oxr_group *g, int *progress)
 		if (w)
 			oxr_link_ready(g, l, w & 1, w & 2);
 	}
+	if (g->pgroup && vgr(g)->st_wake)
+		oxr_vgroup_wake_starved(g);
 	*progress = n;
 	return OXR_OK;
-}
-
-int oxr_vgroup_arm(oxr_group *g)
-{
-	int n = 0;
-
-	if (!g->pgroup)
-		return 0;
-	if (ibv_req_notify_cq(vgr(g)->cq, 0))
-		return 0;
-	/* a completion that came between the last poll and the arming raises no event */
-	if (oxr_vgroup_poll(g, &n))
-		return 1;
-	return n > 0;
-}
-
-void oxr_vgroup_event(oxr_group *g)
-{
-	struct ibv_cq *cq;
-	void *cqctx;
-
-	while (g->pgroup && ibv_get_cq_event(vgr(g)->ch, &cq, &cqctx) == 0)
-		if (++vgr(g)->unacked >= 64) {
-			ibv_ack_cq_events(vgr(g)->cq, vgr(g)->unacked);
-			vgr(g)->unacked = 0;
-		}
 }

@@ -25,7 +25,10 @@ struct ibv_wc;
 struct oxr_vctx {
 	struct oxr_vdev dev;
 	struct oxr_rcache *rcache; /* registrations of receive memory (verbs_rcache.h) */
-	uint32_t slots, slot_bytes; /* ring geometry per link */
+	uint32_t slots, slot_bytes; /* a ring's geometry; slot_bytes: every buffer's */
+	uint32_t rings;             /* links of a group with a receive ring of their own */
+	uint32_t srq_bufs, srq_credits; /* the shared receive queue of the others */
+	uint32_t stage_slots;       /* the group's shared send staging */
 	int timeout, retry;         /* QP local ACK timeout exponent and retry count */
 	size_t rndv;                /* stream pieces this big go by rendezvous (0: never) */
 	int cm;                     /* OXR_VERBS_CM=rdmacm: QPs connected by librdmacm */
@@ -50,6 +53,10 @@ static inline struct vlink *vl(const struct link *l)
  * async events. */
 #define EPOLL_CQ (OXR_EPOLL_PROVIDER + 0)
 #define EPOLL_ASYNC (OXR_EPOLL_PROVIDER + 1)
+
+/* Every QP of the group goes through here: the CQ's count of what may
+ * complete on it shrinks. */
+void oxr_vqp_destroy(oxr_group *g, struct ibv_qp *qp);
 
 /* The wire size of an offer (what a side tells its peer about its QP). */
 #define OXR_VOFFER_BYTES 64
@@ -111,6 +118,8 @@ void oxr_vlink_attached(oxr_group *g, struct link *l);
  * rendezvous may READ into directly through the registration cache. */
 ssize_t oxr_vlink_recv(oxr_group *g, struct link *l, void *buf, size_t n, int arena);
 ssize_t oxr_vlink_sendv(oxr_group *g, struct link *l, const struct iovec *iov, int niov);
+/* 1: l receives through the group's SRQ, 0: through a ring of its own. */
+int oxr_vlink_rx_shared(const struct link *l);
 /* Bytes received and not yet read (the engine must read them). */
 int oxr_vlink_buffered(const struct vlink *v);
 

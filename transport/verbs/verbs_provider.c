@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The verbs provider: its ops tables over verbs_dev.c (device choice),
- * verbs_link.c (a link's stream on an RC QP), verbs_wqp.c (one-sided puts
+ * verbs_link.c (a link's stream on an RC QP), verbs_group.c (what a group's
+ * links share: CQ, SRQ, staging pool), verbs_wqp.c (one-sided puts
  * on a window QP per link and epoch), verbs_cm.c (QPs connected by
  * librdmacm) and verbs_rcache.c (registrations of receive memory).
  *
@@ -29,6 +30,10 @@ static oxr_status_t v_ctx_open(oxr_ctx *c, const oxr_ctx_params *p, int required
 	x->rndv = (size_t)p->verbs_rndv;
 	x->slots = (uint32_t)p->verbs_slots;
 	x->slot_bytes = (uint32_t)p->verbs_slot_bytes;
+	x->rings = (uint32_t)p->verbs_rings;
+	x->srq_bufs = (uint32_t)p->verbs_srq_bufs;
+	x->srq_credits = (uint32_t)p->verbs_srq_credits;
+	x->stage_slots = (uint32_t)p->verbs_stage_slots;
 	x->timeout = (int)p->verbs_timeout;
 	x->retry = (int)p->verbs_retry;
 	x->required = required;
@@ -114,6 +119,7 @@ const struct oxr_link_ops oxr_verbs_link_ops = {
 	.destroy = v_destroy,
 	.renumber = v_renumber,
 	.attached = oxr_vlink_attached,
+	.rx_shared = oxr_vlink_rx_shared,
 	.put = oxr_vlink_write,
 	.put_note = oxr_vlink_put_note,
 };

@@ -189,7 +189,7 @@ static struct vwqp *get(oxr_group *g, struct link *l)
 static void close_qp(oxr_group *g, struct vwqp *w)
 {
 	if (w->qp)
-		oxr_vdestroy_qp(w->qp);
+		oxr_vqp_destroy(g, w->qp);
 	w->qp = NULL;
 	w->rts = w->peer_ready = w->dead = 0;
 	w->posted = w->completed = 0;
@@ -332,12 +332,14 @@ oxr_status_t oxr_vwqp_frame(oxr_group *g, struct link *l, const uint32_t v[8])
 	return say(g, l, w, WQP_READY);
 }
 
-/* Rank p's link, if puts to it go by RDMA. */
-static struct link *rdma_link(oxr_group *g, int p)
+/* The i-th used rank's link, if puts to it go by RDMA: the loops below
+ * walk the links there are, not all P ranks. */
+static struct link *rdma_link(oxr_group *g, int i)
 {
-	struct link *l = oxr_link_at(g, p);
+	struct link *l = oxr_link_used(g, i);
 
-	return p != g->rank && oxr_link_up(l) && oxr_link_is_auth(l) && vl(l) ? l : NULL;
+	return oxr_link_peer(l) != g->rank && oxr_link_up(l) && oxr_link_is_auth(l) && vl(l) ? l
+													 : NULL;
 }
 
 oxr_status_t oxr_vwqp_open_all(oxr_group *g)
@@ -345,10 +347,10 @@ oxr_status_t oxr_vwqp_open_all(oxr_group *g)
 	oxr_status_t st = OXR_OK;
 	struct link *l;
 	struct vwqp *w;
-	int p;
+	int i;
 
-	for (p = 0; p < g->size && st == OXR_OK; p++) {
-		if (!(l = rdma_link(g, p)))
+	for (i = 0; i < oxr_links_used(g) && st == OXR_OK; i++) {
+		if (!(l = rdma_link(g, i)))
 			continue;
 		if (!(w = get(g, l)))
 			return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory for a window QP");
@@ -362,10 +364,10 @@ int oxr_vwqp_all_ready(oxr_group *g)
 {
 	struct link *l;
 	struct vwqp *w;
-	int p;
+	int i;
 
-	for (p = 0; p < g->size; p++) {
-		if (!(l = rdma_link(g, p)))
+	for (i = 0; i < oxr_links_used(g); i++) {
+		if (!(l = rdma_link(g, i)))
 			continue;
 		w = *oxr_vlink_wslot(vl(l));
 		if (!w || !w->qp || w->epoch != g->epoch || !(w->rts && w->peer_ready))
@@ -376,10 +378,10 @@ int oxr_vwqp_all_ready(oxr_group *g)
 
 void oxr_vwqp_new_epoch(oxr_group *g)
 {
-	int p;
+	int i;
 
-	for (p = 0; p < g->size; p++) {
-		struct link *l = oxr_link_at(g, p);
+	for (i = 0; i < oxr_links_used(g); i++) {
+		struct link *l = oxr_link_used(g, i);
 		struct vwqp *w = vl(l) ? *oxr_vlink_wslot(vl(l)) : NULL;
 		if (!w)
 			continue;
@@ -388,7 +390,7 @@ void oxr_vwqp_new_epoch(oxr_group *g)
 			w->held = 0;
 			if (oxr_vwqp_frame(g, l, w->held_v))
 				oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: its window QP: %s",
-					      p, oxr_errmsg());
+					      oxr_link_peer(l), oxr_errmsg());
 		}
 		w->held = 0;
 	}
@@ -401,20 +403,21 @@ int oxr_vwqp_busy(const struct vlink *v)
 	return w && w->qp && w->posted != w->completed;
 }
 
-/* The window QP a completion is for: the rank in its wr_id first, every
- * link only if a shrink renumbered the group since it was posted. */
+/* The window QP a completion is for: the rank in its wr_id first, the
+ * used links only if a shrink renumbered the group since it was posted. */
 static struct vwqp *wqp_of(oxr_group *g, const struct ibv_wc *wc, int *peer)
 {
 	int hint = WR_PEER(wc->wr_id), i;
 
-	for (i = -1; i < g->size; i++) {
-		int p = i < 0 ? hint : i;
+	for (i = -1; i < oxr_links_used(g); i++) {
+		struct link *l = i < 0 ? (hint >= 0 && hint < g->size ? oxr_link_at(g, hint) : NULL)
+				       : oxr_link_used(g, i);
 		struct vwqp *w;
-		if (p < 0 || p >= g->size || !vl(oxr_link_at(g, p)))
+		if (!l || !vl(l))
 			continue;
-		w = *oxr_vlink_wslot(vl(oxr_link_at(g, p)));
+		w = *oxr_vlink_wslot(vl(l));
 		if (w && w->qp && w->qp->qp_num == wc->qp_num) {
-			*peer = p;
+			*peer = oxr_link_peer(l);
 			return w;
 		}
 	}
