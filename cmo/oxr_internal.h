@@ -14,6 +14,9 @@
 /* Records the detail for oxr_errmsg() and returns status. */
 oxr_status_t oxr_err(oxr_status_t status, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* oxr_err with a fixed text: no formatting, for paths that fail on every
+ * poll (a wait of 0 ms that found nothing). */
+oxr_status_t oxr_err_lit(oxr_status_t status, const char *msg);
 /* Makes msg the thread's oxr_errmsg() (a copy). */
 void oxr_err_keep(const char *msg);
 

@@ -2,6 +2,7 @@
 /* Status texts and the per-thread detail of the last failure. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "oxr/status.h"
 #include "oxr_internal.h"
@@ -46,6 +47,17 @@ oxr_status_t oxr_err(oxr_status_t status, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	memcpy(errmsg, line, sizeof(errmsg));
+	return status;
+}
+
+oxr_status_t oxr_err_lit(oxr_status_t status, const char *msg)
+{
+	size_t n = strlen(msg);
+
+	if (n >= sizeof(errmsg))
+		n = sizeof(errmsg) - 1;
+	memmove(errmsg, msg, n);
+	errmsg[n] = 0;
 	return status;
 }
 

@@ -95,8 +95,7 @@ static oxr_status_t prefetch_partners(oxr_group *g, struct endpoint *all)
 	st = oxr_boot_lookup_batch(g->boot, ranks, n, g->boot_seq, got, sizeof(*got));
 	for (i = 0; st == OXR_OK && i < n; i++)
 		/* a malformed one stays unknown: its link's lookup then says so */
-		if (oxr_load32(got[i].port, OXR_ORDER_LITTLE) &&
-		    memchr(got[i].host, 0, sizeof(got[i].host)))
+		if (oxr_endpoint_ok(&got[i]))
 			all[ranks[i]] = got[i];
 	free(got);
 	return st == OXR_ERR_UNSUPPORTED ? OXR_OK : st;

@@ -118,6 +118,11 @@ static struct link *driven(oxr_group *g, struct oxr_hs *h)
 
 /* The peer's endpoint: in the table, or looked up in the bootstrap the
  * first time (port 0: not yet; a listener's port is never 0). */
+int oxr_endpoint_ok(const struct oxr_endpoint *e)
+{
+	return oxr_load32(e->port, OXR_ORDER_LITTLE) && memchr(e->host, 0, sizeof(e->host));
+}
+
 static oxr_status_t endpoint(oxr_group *g, int peer, const struct oxr_endpoint **out)
 {
 	struct oxr_endpoint *e = &g->eps[peer];
@@ -127,8 +132,7 @@ static oxr_status_t endpoint(oxr_group *g, int peer, const struct oxr_endpoint *
 	if (oxr_load32(e->port, OXR_ORDER_LITTLE) || !g->boot)
 		return OXR_OK;
 	st = oxr_boot_lookup(g->boot, peer, g->boot_seq, e, sizeof(*e));
-	if (st == OXR_OK && (!oxr_load32(e->port, OXR_ORDER_LITTLE) ||
-			     memchr(e->host, 0, sizeof(e->host)) == NULL)) {
+	if (st == OXR_OK && !oxr_endpoint_ok(e)) {
 		memset(e, 0, sizeof(*e));
 		st = oxr_err(OXR_ERR_PROTO, "the endpoint rank %d published is malformed", peer);
 	}

@@ -616,9 +616,13 @@ oxr_status_t oxr_progress_until(oxr_group *g, int (*done)(void *), void *arg, in
 			spin_end = t + g->ctx->spin_us;
 			deadline = timeout_ms < 0 ? INT64_MAX : t + (int64_t)timeout_ms * 1000;
 		}
+		/* a poll (0 ms) that found nothing is the common case of a
+		 * spinning collective: its message costs no vsnprintf */
 		if (t >= deadline)
-			return oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within %d ms", g->rank,
-				       timeout_ms);
+			return timeout_ms ? oxr_err(OXR_ERR_TIMEOUT, "rank %d: nothing arrived within "
+						    "%d ms", g->rank, timeout_ms)
+					  : oxr_err_lit(OXR_ERR_TIMEOUT, "nothing had arrived (a poll, "
+							"0 ms)");
 		if (g->fd_moved != moved) {
 			moved = g->fd_moved;
 			spin_end = t + g->ctx->spin_us;

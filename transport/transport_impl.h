@@ -60,6 +60,9 @@ struct oxr_endpoint {
 	uint8_t pad[3];
 	uint8_t port[4]; /* little-endian */
 };
+/* 1: e came whole from the bootstrap (a port, a NUL-terminated host): what
+ * a link may be opened to; it came from the network, so it is checked. */
+int oxr_endpoint_ok(const struct oxr_endpoint *e);
 
 /* What a group is doing (group_state.c holds the transitions). */
 enum oxr_gact { OXR_GA_NONE, OXR_GA_RESETTING, OXR_GA_SHRINKING, OXR_GA_CLOSING, OXR_GA_N };
