@@ -715,12 +715,22 @@ static void one_way(struct pair *p, int count, size_t max_len, int fixed, int pa
 	cr_assert_eq(rx.hash, tx.hash, "%s: intact and in order", what);
 }
 
-static void stream_test(size_t total, size_t max_len)
+/* shared: the receiver has no ring (OXR_VERBS_RINGS=0), so every
+ * message comes through its SRQ. */
+static void stream_test(size_t total, size_t max_len, int shared)
 {
 	struct pair p;
+	oxr_group_counters c;
 
+	if (shared)
+		setenv("OXR_VERBS_RINGS", "0", 1);
 	verbs_pair(&p);
-	one_way(&p, (int)(2 * total / (max_len ? max_len : 1)), max_len, 0, 200, "the long stream");
+	unsetenv("OXR_VERBS_RINGS");
+	cr_assert_eq(oxr_group_stats(p.a, &c), OXR_OK);
+	cr_assert_eq(c.links_shared_rx, (uint32_t)shared, "the receiver %s",
+		     shared ? "has no ring" : "has a ring");
+	one_way(&p, (int)(2 * total / (max_len ? max_len : 1)), max_len, 0, 200,
+		shared ? "the long stream through the SRQ" : "the long stream");
 	free_pair(&p);
 }
 
@@ -730,7 +740,7 @@ Test(verbs, a_long_stream_arrives_intact)
 	const char *s = getenv("OXR_VERBS_STREAM_MIB");
 	size_t mib = s ? (size_t)atol(s) : 1024;
 
-	stream_test(mib << 20, 16u << 20);
+	stream_test(mib << 20, 16u << 20, 0);
 }
 
 /* Messages of up to 4 MiB: every payload of OXR_VERBS_RNDV (64 KiB) or more
@@ -814,18 +824,9 @@ Test(verbs, small_rendezvous_pieces_bounce_through_shared_buffers)
 Test(verbs, a_long_stream_through_the_shared_receive_queue)
 {
 	const char *s = getenv("OXR_VERBS_STREAM_MIB");
-	struct pair p;
-	oxr_group_counters c;
 	size_t mib = (s ? (size_t)atol(s) : 1024) / 4;
 
-	setenv("OXR_VERBS_RINGS", "0", 1);
-	verbs_pair(&p);
-	unsetenv("OXR_VERBS_RINGS");
-	cr_assert_eq(oxr_group_stats(p.a, &c), OXR_OK);
-	cr_assert_eq(c.links_shared_rx, 1, "the receiver has no ring");
-	one_way(&p, (int)(2 * (mib << 20) / (1u << 20)), 1u << 20, 0, 200,
-		"the long stream through the SRQ");
-	free_pair(&p);
+	stream_test(mib << 20, 1u << 20, 1);
 }
 
 /* Small messages go unsignaled, without a completion of their own; a rank

@@ -248,7 +248,7 @@ oxr_status_t oxr_vgroup_get(oxr_group *g, struct vgroup **out)
 	struct vgroup *vg = g->pgroup;
 	struct oxr_vctx *x = oxr_vctx(g);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = EPOLL_CQ };
-	uint32_t most = x->slots > x->srq_credits ? x->slots : x->srq_credits;
+	uint32_t sq = oxr_vstream_sq_depth(x);
 	oxr_status_t st;
 
 	if (vg) {
@@ -259,7 +259,7 @@ oxr_status_t oxr_vgroup_get(oxr_group *g, struct vgroup **out)
 	if (!vg)
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
 	/* a stream QP completes its sends; its receives are the SRQ's */
-	vg->per_qp = (int)(most + SQ_EXTRA > OXR_VWQP_WRS ? most + SQ_EXTRA : OXR_VWQP_WRS);
+	vg->per_qp = (int)(sq > OXR_VWQP_WRS ? sq : OXR_VWQP_WRS);
 	vg->cqe = (int)x->srq_bufs + 4 * vg->per_qp;
 	if (dev(g)->attr.max_cqe > 0 && vg->cqe > dev(g)->attr.max_cqe)
 		vg->cqe = dev(g)->attr.max_cqe;

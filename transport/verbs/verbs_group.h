@@ -48,6 +48,13 @@ struct vgroup {
 };
 
 static inline struct vgroup *vgr(oxr_group *g) { return g->pgroup; }
+
+/* A stream QP's send queue: the peer picks ring or SRQ for what it
+ * receives, so room for the larger of their credits, and SQ_EXTRA. */
+static inline uint32_t oxr_vstream_sq_depth(const struct oxr_vctx *x)
+{
+	return (x->slots > x->srq_credits ? x->slots : x->srq_credits) + SQ_EXTRA;
+}
 static inline struct oxr_vdev *dev(oxr_group *g) { return &oxr_vctx(g)->dev; }
 
 /* The group's shared state, made with its first QP. */

@@ -126,7 +126,7 @@ struct vlink {
 	uint32_t tx_slots;     /* the peer's rx_slots: our credits at most */
 	int tx_srq;
 	uint32_t *stq;         /* staging slots of WRs in flight, in posting order */
-	uint32_t stq_head, stq_n, stq_cap;
+	uint32_t stq_head, stq_n; /* of sq_depth entries */
 	uint32_t tx_next;      /* the peer slot of our next write */
 	uint32_t credits;
 	uint32_t sq_posted, sq_depth; /* posted and not yet released by a completion */
@@ -199,7 +199,7 @@ static void vlink_free(oxr_group *g, struct vlink *v)
 		for (k = 0, i = v->rx_head; k < v->rx_ready; k++, i = NEXT_RX(v, i))
 			oxr_vsrq_give(g, v->rx_buf[i]);
 	for (k = 0; vg && k < v->stq_n; k++)
-		oxr_vstage_put(vg, v->stq[(v->stq_head + k) % v->stq_cap]);
+		oxr_vstage_put(vg, v->stq[(v->stq_head + k) % v->sq_depth]);
 	free(v->stq);
 	/* the QP is gone, so no READ is still writing into rd_mr's memory */
 	oxr_rcache_put(oxr_vctx(g)->rcache, v->rd_mr);
@@ -280,7 +280,7 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 	struct oxr_vctx *x = oxr_vctx(g);
 	struct vgroup *vg = NULL;
 	struct vlink *v;
-	uint32_t psn, most = x->slots > x->srq_credits ? x->slots : x->srq_credits;
+	uint32_t psn;
 	oxr_status_t st;
 
 	if ((st = oxr_vgroup_get(g, &vg)))
@@ -290,11 +290,9 @@ oxr_status_t oxr_vlink_create(oxr_group *g, int peer, struct vlink **out,
 		return oxr_err(OXR_ERR_NOMEM, "verbs: out of memory");
 	v->peer = peer;
 	v->slot = x->slot_bytes;
-	/* the peer chooses ring or SRQ for what it receives: room for either */
-	v->sq_depth = most + SQ_EXTRA;
-	v->stq_cap = v->sq_depth;
+	v->sq_depth = oxr_vstream_sq_depth(x);
 	if ((st = rx_make(g, vg, v)) ||
-	    (!(v->stq = calloc(v->stq_cap, sizeof(*v->stq))) &&
+	    (!(v->stq = calloc(v->sq_depth, sizeof(*v->stq))) &&
 	     (st = oxr_err(OXR_ERR_NOMEM, "verbs: out of memory")))) {
 		vlink_free(g, v);
 		return st;
@@ -475,6 +473,14 @@ static int post_send(struct vlink *v, struct ibv_send_wr *wr, int must)
  * waits for this WR's completion (the staging slot, if used, is free again
  * at once).  A staging slot that goes out is the link's until its WR
  * completes (stq: completions come in posting order). */
+/* RC completes in posting order: the FIFO's head is the oldest WR's slot */
+static void stq_push(struct vlink *v, uint32_t slot)
+{
+	uint32_t at = v->stq_head + v->stq_n++;
+
+	v->stq[at >= v->sq_depth ? at - v->sq_depth : at] = slot;
+}
+
 static int post_data(oxr_group *g, struct vlink *v, const uint8_t *src, uint32_t len,
 		     uint32_t flags, int st)
 {
@@ -499,7 +505,7 @@ static int post_data(oxr_group *g, struct vlink *v, const uint8_t *src, uint32_t
 	if (st >= 0 && inl)
 		oxr_vstage_put(vgr(g), (uint32_t)st);
 	else if (st >= 0)
-		v->stq[(v->stq_head + v->stq_n++) % v->stq_cap] = (uint32_t)st;
+		stq_push(v, (uint32_t)st);
 	return 0;
 }
 
@@ -931,7 +937,7 @@ void oxr_vlink_drain(oxr_group *g, struct link *l, int timeout_ms)
  * data comes as an RDMA write with immediate (b stays unused and goes back
  * at once), the SRQ's as a SEND (b holds it until it is read), controls as
  * zero-byte SENDs. */
-static int took_recv(oxr_group *g, struct link *l, struct vlink *v, const struct ibv_wc *wc,
+static void took_recv(oxr_group *g, struct link *l, struct vlink *v, const struct ibv_wc *wc,
 		     int *rd, int *wr)
 {
 	uint32_t imm = ntohl(wc->imm_data), back = imm & IMM_CREDITS;
@@ -950,7 +956,7 @@ static int took_recv(oxr_group *g, struct link *l, struct vlink *v, const struct
 			      "ring protocol (opcode %d, %u bytes, immediate 0x%x, %s)",
 			      oxr_link_peer(l), (int)wc->opcode, wc->byte_len, imm,
 			      v->rx ? "this side has a ring" : "this side receives through its SRQ");
-		return -1;
+		return;
 	}
 	v->credits += back;
 	if (data && !v->rx)
@@ -967,7 +973,6 @@ static int took_recv(oxr_group *g, struct link *l, struct vlink *v, const struct
 	if (fin)
 		v->sd_fin = 1;
 	*wr = back > 0 || fin;
-	return 0;
 }
 
 static void completion(oxr_group *g, const struct ibv_wc *wc, struct link *l, int *rd, int *wr)
@@ -986,7 +991,7 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, struct link *l, in
 	}
 	switch (WR_KIND(wc->wr_id)) {
 	case WR_RECV:
-		(void)took_recv(g, l, v, wc, rd, wr);
+		took_recv(g, l, v, wc, rd, wr);
 		return;
 	case WR_READ:
 		v->rd_done = 1;
@@ -995,7 +1000,7 @@ static void completion(oxr_group *g, const struct ibv_wc *wc, struct link *l, in
 	case WR_DATA: /* its staging slot is free */
 		if (v->stq_n) {
 			oxr_vstage_put(vgr(g), v->stq[v->stq_head]);
-			v->stq_head = v->stq_head + 1 == v->stq_cap ? 0 : v->stq_head + 1;
+			v->stq_head = v->stq_head + 1 == v->sq_depth ? 0 : v->stq_head + 1;
 			v->stq_n--;
 		}
 		break;
