@@ -13,12 +13,17 @@
 
 typedef oxr_status_t (*frame_fn)(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 
+/* A beat says "still here" by coming at all (the reader set last_rx); a
+ * ping (INT32 1) asks for one, unless something queued will say it. */
 static oxr_status_t beat(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
-	(void)g;
-	(void)l;
-	(void)m;
-	return OXR_OK; /* it came: that is all it says (last_rx is set by the reader) */
+	if (!m->cmo || (m->cmo->tag != OXR_CMO_NULL &&
+			(m->cmo->tag != OXR_CMO_INT32 || m->cmo->v.i32 != 1)))
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed heartbeat", l->peer);
+	if (m->cmo->tag == OXR_CMO_INT32 && !l->sq_head && oxr_beat(g, l->peer, 0))
+		oxr_log(g->ctx, OXR_LOG_WARN, "rank %d: answering rank %d's ping: %s", g->rank,
+			l->peer, oxr_errmsg());
+	return OXR_OK;
 }
 
 static const struct {

@@ -37,6 +37,7 @@ oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out)
 	out->handshakes = g->handshakes;
 	out->handshakes_refused = g->handshakes_refused;
 	out->revokes_sent = g->revokes_sent;
+	out->beats_sent = g->beats_sent;
 	oxr_verbs_pinned(&out->qps, &out->mrs, &out->pinned_bytes);
 	return OXR_OK;
 }
@@ -50,9 +51,10 @@ void oxr_group_log_stats(const oxr_group *g)
 		return;
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d of %d: %u links open (tcp %u, shm %u, verbs %u; "
 		"%u receiving through a shared pool), %u fds, %llu handshakes (%llu refused), "
-		"%llu revokes sent; verbs: %llu QPs, %llu MRs, %llu KiB pinned", g->rank, g->size, c.links_open, c.links_tcp,
+		"%llu revokes and %llu heartbeats sent; verbs: %llu QPs, %llu MRs, %llu KiB pinned", g->rank, g->size, c.links_open, c.links_tcp,
 		c.links_shm, c.links_verbs, c.links_shared_rx, c.fds, (unsigned long long)c.handshakes,
 		(unsigned long long)c.handshakes_refused, (unsigned long long)c.revokes_sent,
+		(unsigned long long)c.beats_sent,
 		(unsigned long long)c.qps, (unsigned long long)c.mrs,
 		(unsigned long long)(c.pinned_bytes >> 10));
 }

@@ -72,7 +72,7 @@ struct link {
 	void *priv;
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
-	int64_t last_rx, last_tx; /* ms of the last bytes in and out (heartbeat) */
+	int64_t last_rx;          /* ms of the last bytes in (heartbeat) */
 	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
 	int sh_round[2];        /* their round + 1 (0: none) */
 	/* opening on demand (link_demand.c): the handshake that will open it
@@ -116,6 +116,9 @@ struct link *oxr_link_slot(oxr_group *g, int p);
 
 /* link_handle.c: the one place a link's state changes (see above). */
 void oxr_link_to(struct link *l, enum link_state to);
+/* peer is dead by another rank's word (a revoke naming it): its link, open
+ * or not yet, fails with why, and is never opened again. */
+void oxr_link_mark_failed(oxr_group *g, int peer, const char *why);
 /* The peer closed l between messages (how groups end): ENDED, not FAILED. */
 void oxr_link_closed_by_peer(oxr_group *g, struct link *l);
 

@@ -24,7 +24,7 @@ void oxr_link_ready(oxr_group *g, struct link *l, int readable, int writable)
 
 /* from \ to:  NONE OPEN LEAVING ENDED FAILED OPENING */
 static const unsigned char steps[6][6] = {
-	[LINK_NONE]    = { 1, 1, 0, 0, 0, 1 },
+	[LINK_NONE]    = { 1, 1, 0, 0, 1, 1 }, /* FAILED: announced dead (revoke) */
 	[LINK_OPEN]    = { 1, 0, 1, 1, 1, 0 },
 	[LINK_LEAVING] = { 1, 0, 0, 1, 1, 0 },
 	[LINK_ENDED]   = { 1, 0, 0, 0, 0, 0 },

@@ -109,7 +109,7 @@ static const struct knob knobs[] = {
 	INT(LINK_TIMEOUT_MS, link_timeout_ms, 1, DAY_MS, 30000, "30000",
 	    "bound on connect, accept and the link handshake"),
 	INT(HEARTBEAT_MS, heartbeat_ms, 0, DAY_MS, 0, "0 (off)",
-	    "a peer heard nothing from for this long has failed"),
+	    "the rank watched (the next live one below) heard nothing from for this long has failed"),
 	STR(TCP_LOCAL_CC, tcp_local_cc, 15, "reno", "reno",
 	    "TCP congestion control of same-host links (system: the system's)"),
 	SIZE(RECV_QUEUE_BYTES, recv_queue_bytes, 4096, 1ull << 40, 1, 64u << 20, "64 MiB",

@@ -106,7 +106,26 @@ void oxr_link_fail(oxr_group *g, struct link *l, oxr_status_t st, const char *fm
 	va_start(ap, fmt);
 	vsnprintf(l->errmsg, sizeof(l->errmsg), fmt, ap);
 	va_end(ap);
+	/* one still opening may be failed from outside its handshake (the
+	 * heartbeat, a revoke naming the rank): the handshake goes with it */
+	if (l->state == LINK_OPENING)
+		oxr_demand_drop_link(g, l);
 	link_end(g, l, st, LINK_FAILED);
+}
+
+void oxr_link_mark_failed(oxr_group *g, int peer, const char *why)
+{
+	struct link *l = oxr_link_slot(g, peer);
+
+	if (!l || link_down(l))
+		return;
+	if (l->state != LINK_NONE) {
+		oxr_link_fail(g, l, OXR_ERR_PEER, "%s", why);
+		return;
+	}
+	l->err = OXR_ERR_PEER;
+	snprintf(l->errmsg, sizeof(l->errmsg), "%s", why);
+	oxr_link_to(l, LINK_FAILED);
 }
 
 void oxr_link_closed_by_peer(oxr_group *g, struct link *l)
@@ -184,7 +203,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 	l->same_host = hs->same_host;
 	l->events = EPOLLIN;
 	oxr_link_to(l, LINK_OPEN);
-	l->last_rx = l->last_tx = oxr_now_ms();
+	l->last_rx = oxr_now_ms();
 	snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	oxr_log(g->ctx, OXR_LOG_INFO, "rank %d: link to rank %d (%s, %s order, %s, %s, %s) open",
 		g->rank, peer, addr, hs->order ? "little" : "network",
@@ -408,8 +427,6 @@ void oxr_link_write(oxr_group *g, struct link *l)
 		}
 		op->left -= (size_t)k;
 		g->fd_moved += (uint64_t)k;
-		if (g->ctx->heartbeat_ms)
-			l->last_tx = oxr_now_ms();
 		while (k > 0) { /* resume inside a partly written iovec next time */
 			struct iovec *v = &op->iov[op->cur];
 			size_t t = (size_t)k < v->iov_len ? (size_t)k : v->iov_len;
@@ -430,43 +447,89 @@ void oxr_link_write(oxr_group *g, struct link *l)
 }
 
 /*
- * The optional heartbeat (OXR_HEARTBEAT_MS = H): an authenticated link that
- * sent nothing for H/3 gets a beat; one that received nothing for H has
- * failed, which revokes the group naming the rank.  It finds a peer that
- * is alive to the kernel but stopped (SIGSTOP, a hung node whose TCP stack
- * still answers), which no link error ever reports.  Beats go out only
- * while this rank is inside oxr calls, so H must exceed the longest stretch
- * a rank computes without one.  OpenXM peers send no beats: never checked.
+ * The optional heartbeat (OXR_HEARTBEAT_MS = H), a ring failure detector:
+ * each rank watches one rank, its predecessor (the next rank below it,
+ * cyclically, not known dead), and pings it every H/3 when nothing else
+ * went its way; the predecessor answers a ping with a beat.  A watched rank
+ * heard nothing from for H has failed: its link fails, which revokes the
+ * group naming it, and the revoke tells every live rank (oxr_revoke_frame
+ * marks the rank failed there).  The watcher then watches the next rank
+ * down.  Each rank sends one ping and one beat per H/3 whatever P is, and
+ * checks one link.  It finds a peer that is alive to the kernel but stopped
+ * (SIGSTOP, a hung node whose TCP stack still answers), which no link error
+ * reports.
+ *
+ * Detection takes H to H + H/6 after the last answer.  A false positive is
+ * a live rank that answered nothing for H: pings are answered only while
+ * it is inside oxr calls, so H must exceed the longest stretch a rank
+ * computes without one; a watcher that was away itself for H/3 judges
+ * nobody on that stretch.  OpenXM peers answer no pings: never watched.
  */
+static int watchable(const oxr_group *g, int p)
+{
+	const struct link *l = link_peek(g, p);
+
+	return link_up(l) ? l->mode == OXR_LINK_AUTH : g->eps && !link_down(l);
+}
+
+static int ring_pred(const oxr_group *g)
+{
+	int k;
+
+	for (k = 1; k < g->size; k++) {
+		int p = g->rank - k < 0 ? g->rank - k + g->size : g->rank - k;
+		if (watchable(g, p))
+			return p;
+	}
+	return -1;
+}
+
 static void heartbeat(oxr_group *g)
 {
-	int h = g->ctx->heartbeat_ms, i, away;
-	int64_t now;
+	int h = g->ctx->heartbeat_ms, p;
+	int64_t now, heard;
+	struct link *l;
 
 	if (!h || (now = oxr_now_ms()) < g->beat_check)
 		return;
-	/* this rank was outside oxr for a while: it did not listen, so no peer
-	 * is judged on that stretch (their beats may wait unread) */
-	away = g->beat_check && now - g->beat_check > h / 3;
+	/* this rank was outside oxr for a while: it did not listen, so its
+	 * predecessor is not judged on that stretch (answers may wait unread) */
+	if (g->beat_check && now - g->beat_check > h / 3)
+		g->beat_since = now;
 	g->beat_check = now + (h >= 6 ? h / 6 : 1);
-	for (i = 0; i < g->nused; i++) {
-		int p = g->used[i];
-		struct link *l = g->links[p];
-		oxr_ox_msg beat = { .tag = OXR_OX_PRIVATE_BEAT, .cmo = oxr_cmo_null() };
-		if (p == g->rank || !link_up(l) || l->mode != OXR_LINK_AUTH)
-			continue;
-		if (away) {
-			l->last_rx = now;
-		} else if (now - l->last_rx > h) {
-			oxr_link_fail(g, l, OXR_ERR_PEER, "rank %d (%s) sent nothing for %lld ms "
-				      "(OXR_HEARTBEAT_MS=%d): taken as failed", p, l->addr,
-				      (long long)(now - l->last_rx), h);
-			continue;
-		}
-		if (now - l->last_tx >= h / 3 && !l->sq_head &&
-		    oxr_queue_internal(g, p, &beat) == OXR_OK)
-			l->last_tx = now;
+	if ((p = ring_pred(g)) < 0)
+		return;
+	if (p != g->beat_pred || !g->beat_since) {
+		g->beat_pred = p;
+		g->beat_since = now;
 	}
+	l = g->links[p];
+	heard = l && l->last_rx > g->beat_since ? l->last_rx : g->beat_since;
+	if (l && (link_up(l) || l->state == LINK_OPENING) && now - heard > h) {
+		oxr_link_fail(g, l, OXR_ERR_PEER, "rank %d (%s) sent nothing for %lld ms "
+			      "(OXR_HEARTBEAT_MS=%d): taken as failed", p, l->addr,
+			      (long long)(now - heard), h);
+		return;
+	}
+	/* what this rank sends the predecessor earns no answer: ping it */
+	if (now - heard >= h / 3 && now - g->beat_pinged >= h / 3 && oxr_beat(g, p, 1) == OXR_OK)
+		g->beat_pinged = now;
+}
+
+oxr_status_t oxr_beat(oxr_group *g, int peer, int ping)
+{
+	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_BEAT, .cmo = oxr_cmo_null() };
+	oxr_status_t st;
+
+	if (ping) {
+		oxr_arena_reset(g->scratch);
+		if (!(m.cmo = oxr_cmo_new_int32(g->scratch, 1)))
+			return oxr_err(OXR_ERR_NOMEM, "heartbeat: out of memory");
+	}
+	if ((st = oxr_queue_internal(g, peer, &m)))
+		return st;
+	g->beats_sent++;
+	return OXR_OK;
 }
 
 /* The providers that hold group state (a CQ, a doorbell) move what came. */

@@ -229,11 +229,17 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	if ((int32_t)v[3] < 0 || (int32_t)v[3] >= g->size || failed < -1 || failed >= g->size)
 		goto bad;
 	if (v[2] == g->epoch && failed >= 0 && !g->epoch_revoked) {
+		char why[96];
 		g->revoke_failed = failed;
 		oxr_revoke_local(g, l->peer, (int)v[3], "rank %d failed (seen by rank %d; the group "
 				 "is revoked: oxr_group_reset once it is back, or a new group of the "
 				 "survivors)", failed, (int)v[3]);
 		g->revoke_st = OXR_ERR_PEER;
+		/* a failure announced is one every rank knows: nobody waits on
+		 * that rank again (a shrink, the heartbeat's ring) nor opens it */
+		snprintf(why, sizeof(why), "rank %d failed (seen by rank %d)", failed, (int)v[3]);
+		if (failed != g->rank)
+			oxr_link_mark_failed(g, failed, why);
 	} else if (v[2] == g->epoch) {
 		if ((int32_t)v[3] == l->peer)
 			oxr_revoke_local(g, l->peer, l->peer, "group revoked by rank %d (epoch %u)",

@@ -86,6 +86,9 @@ struct oxr_group {
 	int nlis;
 	oxr_arena *scratch;     /* frames built by the library itself */
 	int64_t beat_check;     /* ms of the next heartbeat round */
+	int64_t beat_since;     /* ms since beat_pred is watched (0: none yet) */
+	int64_t beat_pinged;    /* ms of the last ping to beat_pred */
+	int beat_pred;          /* the rank this one watches (heartbeat) */
 	oxr_win *wins;          /* this rank's windows */
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
@@ -109,6 +112,7 @@ struct oxr_group {
 	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
 	int sh_closed;          /* shrink: decided here, late frames are dropped */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
+	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
 	char revoke_msg[256];
 	oxr_req *posted;        /* irecvs not yet matched, in the order they were posted */
 	/* links opened on first use (link_demand.c): every rank's endpoint
@@ -206,6 +210,8 @@ void oxr_reset_forget(oxr_group *g);
 /* Link l failed (not a peer that said BYE): the group is revoked here and
  * the revoke forwarded; waits fail with OXR_ERR_PEER naming the rank. */
 void oxr_revoke_failed(oxr_group *g, struct link *l);
+/* A heartbeat frame to peer: a ping (answered with a beat) or a beat. */
+oxr_status_t oxr_beat(oxr_group *g, int peer, int ping);
 /* Tells every authenticated peer this rank leaves (oxr_group_destroy). */
 void oxr_say_bye(oxr_group *g);
 /* OXR_ERR_REVOKED with the group's revoke message. */

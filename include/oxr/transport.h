@@ -47,12 +47,13 @@
  *   OXR_SPIN_US         microseconds a blocking wait polls before it sleeps in
  *                       epoll (default 50; 0 sleeps at once)
  *   OXR_LINK_TIMEOUT_MS connect, accept and handshake bound (default 30000)
- *   OXR_HEARTBEAT_MS    0 (default): off.  H > 0: an authenticated link that
- *                       sent nothing for H/3 gets a beat, and a peer heard
- *                       nothing from for H has failed (the group is revoked
- *                       naming it): finds a stopped or hung rank whose links
- *                       never break.  H must exceed the longest stretch a
- *                       rank computes outside oxr calls.
+ *   OXR_HEARTBEAT_MS    0 (default): off.  H > 0: a ring failure detector;
+ *                       each rank pings the next live rank below it when it
+ *                       heard nothing from it for H/3, and one silent for H
+ *                       has failed (the group is revoked naming it, and every
+ *                       survivor marks it failed): finds a stopped or hung
+ *                       rank whose links never break.  H must exceed the
+ *                       longest stretch a rank computes outside oxr calls.
  *   OXR_TCP_LOCAL_CC    the TCP congestion control of links whose two ends
  *                       are this host (default reno: no pacing; "system"
  *                       keeps the system's); links to other hosts keep it
@@ -264,6 +265,7 @@ typedef struct oxr_group_counters {
 	uint32_t links_shared_rx;   /* open links that receive through a pool the group's
 				     * links share (verbs' SRQ, shm's FIFO), not a ring of
 				     * their own (OXR_VERBS_RINGS, OXR_SHM_RINGS) */
+	uint64_t beats_sent;        /* heartbeat pings and answers sent (OXR_HEARTBEAT_MS) */
 } oxr_group_counters;
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
 

@@ -17,6 +17,10 @@
  *   fail naming it, shrink, pass a token round, and rank 0 kills it.
  *   Prints `rank R: heartbeat ok (T ms)`, plus `rank R: found it` on a rank
  *   whose own heartbeat saw the silence first.
+ *   revoke_child idle MS (with OXR_HEARTBEAT_MS set): every rank waits MS ms
+ *   for a message nobody sends, then passes a token round the ring: nobody
+ *   was taken for dead.  Prints `rank R: idle ok, B beats` with the
+ *   heartbeat frames it sent during the wait.
  */
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -122,6 +126,24 @@ static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 	return 0;
 }
 
+static int idle_mode(oxr_group *g, oxr_arena *a, int n, int ms)
+{
+	oxr_group_counters c0, c1;
+	oxr_rmsg *m = NULL;
+	oxr_status_t st;
+
+	CHECK(oxr_group_stats(g, &c0) == OXR_OK, "stats");
+	st = oxr_recv(g, (rank + 1) % n, ms, &m);
+	CHECK(st == OXR_ERR_TIMEOUT, "the idle wait ended with %d (%s), not a timeout", st,
+	      oxr_errmsg());
+	CHECK(oxr_group_stats(g, &c1) == OXR_OK, "stats");
+	if (ring(g, a))
+		return 1;
+	printf("rank %d: idle ok, %llu beats\n", rank,
+	       (unsigned long long)(c1.beats_sent - c0.beats_sent));
+	return 0;
+}
+
 static int stop_mode(oxr_group *g, oxr_arena *a, int n)
 {
 	oxr_ox_msg out = { .tag = OXR_OX_DATA };
@@ -188,9 +210,10 @@ int main(int argc, char **argv)
 	n = oxr_group_size(g);
 	last = n - 1;
 	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill") ||
-			 !strcmp(argv[1], "stop"))) {
+			 !strcmp(argv[1], "stop") || !strcmp(argv[1], "idle"))) {
 		int rc = !strcmp(argv[1], "kill")   ? kill_mode(g, n)
 			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n)
+			 : !strcmp(argv[1], "idle") ? idle_mode(g, a, n, argc > 2 ? atoi(argv[2]) : 2000)
 						    : shrink_mode(g, a, n);
 		oxr_arena_destroy(a);
 		child_leave(&me);

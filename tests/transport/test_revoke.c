@@ -343,13 +343,43 @@ PROVIDER_TEST(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrin
 			cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s\nstderr:\n%s", line, r.out,
 				     r.err);
 		}
-		cr_assert_geq(count_of(r.out, ": found it"), 1, "a heartbeat saw the silence:\n%s",
-			      r.out);
+		/* a ring detector: rank 0 alone watches the last rank */
+		cr_assert_eq(count_of(r.out, ": found it"), 1, "one heartbeat saw the silence:\n%s",
+			     r.out);
+		cr_assert_eq(count_of(r.out, "rank 0: found it"), 1, "its watcher, rank 0:\n%s",
+			     r.out);
 		cr_assert(strstr(r.err, "killed by signal 9"), "rank 0 ended the stopped rank: %s",
 			  r.err);
 		cr_log_info("%d ranks:\n%s", n, r.out);
 		run_free(&r);
 	}
+}
+
+/* 12 idle ranks with the heartbeat on: nobody is taken for dead, and each
+ * sends at most a ping and an answer per H/3 (the ring), not a beat per
+ * link: the bound does not grow with the group. */
+PROVIDER_TEST(revoke, an_idle_group_beats_round_a_ring_not_on_every_link)
+{
+	const int n = 12, h = 600, ms = 2000, most = 2 * (ms / (h / 3) + 2);
+	const char *argv[] = { RUN, "-n", "12", "--", CHILD, "idle", "2000", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", "OXR_HEARTBEAT_MS=600", NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		char line[64];
+		const char *at;
+		unsigned long long beats;
+		snprintf(line, sizeof(line), "rank %d: idle ok, ", i);
+		at = strstr(r.out, line);
+		cr_assert(at, "'%s' in:\n%s\nstderr:\n%s", line, r.out, r.err);
+		beats = strtoull(at + strlen(line), NULL, 10);
+		cr_assert(beats >= 1 && beats <= (unsigned long long)most,
+			  "rank %d sent %llu heartbeat frames in %d ms (H = %d; at most %d):\n%s", i,
+			  beats, ms, h, most, r.out);
+	}
+	cr_log_info("%s", r.out);
+	run_free(&r);
 }
 
 /* Whole groups: one rank revokes while every other waits for a message
