@@ -36,6 +36,7 @@
 #include "oxr_internal.h"
 #include "link.h"
 #include "link_open.h"
+#include "bmg.h"
 #include "provider.h"
 #include "tcp/tcp_socket.h"
 #include "boot_impl.h"
@@ -96,17 +97,7 @@ void oxr_demand_forget(oxr_group *g, struct oxr_hs *h)
 
 int oxr_overlay_partners(const oxr_group *g, int *out, int max)
 {
-	int n = 0, d, s, i;
-
-	for (d = 1; d < g->size && n + 2 <= max; d <<= 1)
-		for (s = -1; s <= 1; s += 2) {
-			int p = ((g->rank + s * d) % g->size + g->size) % g->size;
-			for (i = 0; i < n && out[i] != p; i++)
-				;
-			if (p != g->rank && i == n)
-				out[n++] = p;
-		}
-	return n;
+	return oxr_bmg_partners(g->rank, g->size, out, max);
 }
 
 static struct link *driven(oxr_group *g, struct oxr_hs *h)

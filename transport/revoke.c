@@ -15,10 +15,11 @@
  * graph: eagerly linked groups are fully linked, so one hop reaches every
  * survivor whichever ranks died, with nothing to route around; the price,
  * n - 1 frames a rank, matters only at thousands of ranks (groups whose
- * links open on demand forward over an overlay, forward_overlay).  Each
- * rank forwards exactly once per epoch, so the flood ends.  Frames of an
- * older epoch are dropped (the reset that ended that epoch already cleared
- * it).
+ * links open on demand forward over a binomial graph that routes around
+ * dead ranks, forward_overlay and bmg.c).  Each rank forwards once per
+ * epoch (on demand, plus once per target that turns out dead), so the
+ * flood ends.  Frames of an older epoch are dropped (the reset that ended
+ * that epoch already cleared it).
  *
  * Reset: every rank writes OX_SYNC_BALL on each of its links, then reads
  * each link up to the peer's OX_SYNC_BALL, discarding what came before.
@@ -49,6 +50,7 @@
 #include <string.h>
 
 #include "oxr_internal.h"
+#include "bmg.h"
 #include "link.h"
 #include "link_open.h"
 
@@ -100,21 +102,54 @@ static void forward(oxr_group *g, int p, int origin)
 
 /*
  * A booted group's revoke is a reliable broadcast over a binomial graph
- * (ULFM's BMG): the first time a rank sees it, it sends it to the ranks
- * 2^i away either way round the group, opening those links if need be,
- * except the one it came from.  Each rank sends at most 2 ceil(log2 P)
- * frames; it reaches every live rank as long as the live ranks stay
- * connected in that graph (its connectivity is about 2 log2 P: any
- * fewer deaths than that cannot cut it), whoever died.  A neighbour that is
- * dead shows as a failed open, which does not stop the others.
+ * (ULFM's BMG, bmg.c): the first time a rank sees it, it sends it to the
+ * first live rank at or beyond each of rank +- 2^k, opening those links if
+ * need be, except the one it came from.  A rank known dead (its link is
+ * down) is passed over at once; one found dead later (its open fails, or
+ * its link breaks after the frame went: oxr_revoke_failed) moves the slots
+ * aimed at it on to the next rank, so the frame reaches every live rank
+ * whichever ranks died.  Each rank sends at most 2 ceil(log2 P) frames to
+ * ranks that stay alive, from 264 bytes of cursors.
  */
+static int known_dead(void *arg, int p)
+{
+	return link_down(link_peek(arg, p));
+}
+
+/* Sends what the cursors owe.  A send can fail a link at once (a dead
+ * peer refuses on this host), which retargets from inside it: the loop
+ * under way then sends to the new target. */
+static void bmg_pump(oxr_group *g)
+{
+	int t;
+
+	if (g->bmg_busy)
+		return;
+	g->bmg_busy = 1;
+	while ((t = oxr_bmg_next(&g->bmg)) >= 0)
+		forward(g, t, g->bmg_origin);
+	g->bmg_busy = 0;
+}
+
 static void forward_overlay(oxr_group *g, int from, int origin)
 {
-	int to[64], n = oxr_overlay_partners(g, to, 64), i;
+	oxr_bmg_start(&g->bmg, g->rank, g->size, from, known_dead, g);
+	g->bmg_epoch = g->epoch;
+	g->bmg_origin = origin;
+	g->bmg_on = 1;
+	bmg_pump(g);
+}
 
-	for (i = 0; i < n; i++)
-		if (to[i] != from && !link_down(link_peek(g, to[i])))
-			forward(g, to[i], origin);
+/* Rank p failed after this epoch's revoke went out: the slots aimed at it
+ * move on.  Not once a shrink renumbered the group (the cursors name old
+ * ranks) nor in another epoch. */
+static void bmg_retarget(oxr_group *g, int p)
+{
+	if (!g->eps || !g->bmg_on || g->bmg_epoch != g->epoch || g->bmg.rank != g->rank ||
+	    g->bmg.n != g->size)
+		return;
+	if (oxr_bmg_failed(&g->bmg, p, known_dead, g))
+		bmg_pump(g);
 }
 
 void oxr_revoke_local(oxr_group *g, int from, int origin, const char *fmt, ...)
@@ -160,8 +195,12 @@ oxr_status_t oxr_group_revoke(oxr_group *g)
 
 void oxr_revoke_failed(oxr_group *g, struct link *l)
 {
-	if (g->epoch_revoked || oxr_group_closing(g) || l->mode != OXR_LINK_AUTH)
+	if (oxr_group_closing(g) || l->mode != OXR_LINK_AUTH)
 		return;
+	if (g->epoch_revoked) { /* the frame may not have reached its live ranks yet */
+		bmg_retarget(g, l->peer);
+		return;
+	}
 	g->revoke_failed = l->peer;
 	oxr_revoke_local(g, l->peer, g->rank, "rank %d failed: %s (the group is revoked: "
 			 "oxr_group_reset once it is back, or a new group of the survivors)",
@@ -301,7 +340,7 @@ static int agree_rounds(const oxr_group *g)
 
 static int agree_partner(const oxr_group *g, int k, int dir)
 {
-	return (int)(((int64_t)g->rank + dir * ((int64_t)1 << k) % g->size + g->size) % g->size);
+	return oxr_bmg_partner(g->rank, g->size, k, dir);
 }
 
 /* The first failure named in epoch e's agreement is the one it reports. */

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "oxr/transport.h"
+#include "bmg.h"
 #include "frames.h"
 
 enum oxr_log_level { OXR_LOG_ERROR, OXR_LOG_WARN, OXR_LOG_INFO, OXR_LOG_DEBUG };
@@ -113,6 +114,13 @@ struct oxr_group {
 	int sh_closed;          /* shrink: decided here, late frames are dropped */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
+	/* the revoke's broadcast where links open on demand (revoke.c): its
+	 * cursors, valid for bmg_epoch while bmg_on, the origin it forwards,
+	 * and whether its sends are under way (a failure met in one retargets
+	 * without sending: the loop under way sends) */
+	struct oxr_bmg bmg;
+	uint32_t bmg_epoch;
+	int bmg_on, bmg_origin, bmg_busy;
 	char revoke_msg[256];
 	oxr_req *posted;        /* irecvs not yet matched, in the order they were posted */
 	/* links opened on first use (link_demand.c): every rank's endpoint
@@ -208,7 +216,9 @@ oxr_status_t oxr_reset_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
  * they were sent by). */
 void oxr_reset_forget(oxr_group *g);
 /* Link l failed (not a peer that said BYE): the group is revoked here and
- * the revoke forwarded; waits fail with OXR_ERR_PEER naming the rank. */
+ * the revoke forwarded; waits fail with OXR_ERR_PEER naming the rank.  In
+ * a group revoked already (links on demand) the revoke's broadcast sends
+ * on past the dead rank instead. */
 void oxr_revoke_failed(oxr_group *g, struct link *l);
 /* A heartbeat frame to peer: a ping (answered with a beat) or a beat. */
 oxr_status_t oxr_beat(oxr_group *g, int peer, int ping);
