@@ -4,6 +4,7 @@
  *
  *   oxr-bench [--bench LIST] [--ranks LIST] [--sizes LIST] [--transport tcp|verbs|shm]
  *             [--compare] [--quick] [--json FILE] [--dat DIR] [--model] [-B BINDIR]
+ *   oxr-bench --simulate
  *
  * It starts each program (oxr ones under oxr-run, the Open MPI peers under
  * mpirun, perftest's client and server itself, bench_rfc100 its own
@@ -76,6 +77,8 @@ static int usage(void)
 		"  --json FILE       every row with all its samples, the ratios and the model\n"
 		"  --dat DIR         gnuplot data: DIR/BENCH.IMPL.dat (x, median, min, p99)\n"
 		"  --model           fit LogGP to the run and project to 2^20 ranks\n"
+		"  --simulate        run nothing: the revoke's broadcast and the bitmap barrier\n"
+		"                    simulated at 2^10 to 2^20 ranks (rounds, frames, memory)\n"
 		"  -B BINDIR         where oxr-run and the programs are (default: this program's)\n"
 		"  --timeout S       seconds one program may take (default 300)\n");
 	return 2;
@@ -162,6 +165,11 @@ static void parse_args(int argc, char **argv)
 	opt.timeout_s = 300;
 	for (a = 1; a < argc; a++) {
 		const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+		if (!strcmp(argv[a], "--simulate")) {
+			if (argc != 2)
+				die("--simulate runs alone: no ranks, no other option");
+			exit(oxr_bench_simulate(stdout) ? 1 : 0);
+		}
 		if (!strcmp(argv[a], "--compare") || !strcmp(argv[a], "--quick") ||
 		    !strcmp(argv[a], "--model")) {
 			*(argv[a][2] == 'c' ? &opt.compare : argv[a][2] == 'q' ? &opt.quick :

@@ -17,6 +17,11 @@
  * with l = ceil(log2 P): the binomial trees' depth and the dissemination
  * barrier's and the crystal router's stage count.
  *
+ * --simulate (oxr_bench_simulate) needs no ranks: it runs the revoke's
+ * broadcast core (transport/bmg_sim.c) over simulated groups up to 2^20
+ * ranks, and takes the bitmap barrier's window from its core, for the
+ * counts the formulas assume (rounds, frames per rank) and memory per rank.
+ *
  * LogGP assumes a processor per rank.  Where the measured group had more
  * ranks than the machine has cores, the check also gives the model times
  * max(1, P / cores), the slowdown of P ranks taking turns on the cores, as
@@ -30,6 +35,8 @@
 #include <string.h>
 
 #include "oxr_bench.h"
+#include "barrier_core.h"
+#include "bmg.h"
 
 struct loggp {
 	double L, o, g, G, T0;
@@ -64,11 +71,23 @@ static double t_crystal(const struct loggp *m, double P, double b)
 	return lg2(P) * hop(m, (P / 2) * (b + 16) + 32);
 }
 
-/* the revoker writes one frame to every other rank, one per gap */
+/* eager links: the revoker writes one frame to every other rank, one per gap */
 static double t_revoke(const struct loggp *m, double P, double b)
 {
 	(void)b;
 	return hop(m, 0) + (P - 2) * m->g;
+}
+
+/* links on demand: the binomial graph's broadcast (transport/bmg.c) takes
+ * ceil(l/2) rounds with none dead (--simulate gives them, and 1 more at
+ * most with 1% dead), and a forwarder's 2l frames leave one per gap, the
+ * farthest jump last */
+static double t_revoke_od(const struct loggp *m, double P, double b)
+{
+	double l = lg2(P);
+
+	(void)b;
+	return ceil(l / 2) * (hop(m, 0) + (2 * l - 1) * m->g);
 }
 
 /* every rank writes P-1 balls, then takes P-1, each a receive overhead */
@@ -86,7 +105,10 @@ static struct proj projs[] = {
 	{ "reduce", "oxr", "reduce", "l (L + 2o + m G)", t_tree, 4 },
 	{ "crystal", "oxr-crystal", "crystal",
 	  "l (L + 2o + ((P/2)(m + 16) + 32) G)", t_crystal, 64 },
-	{ "revoke", "oxr", "revoke", "L + 2o + (P - 2) g", t_revoke, 0 },
+	{ "revoke", "oxr", "revoke", "L + 2o + (P - 2) g (eager links)", t_revoke, 0 },
+	/* no run measures it yet (OXR_LINKS is eager by default): projected only */
+	{ "revoke", "oxr-ondemand", "revoke-od",
+	  "ceil(l/2) (L + 2o + (2l - 1) g) (links on demand)", t_revoke_od, 0 },
 	{ "reset", "oxr", "reset", "L + (P - 1)(g + o)", t_reset, 0 },
 };
 #define NPROJ (sizeof(projs) / sizeof(projs[0]))
@@ -240,4 +262,91 @@ char *oxr_bench_model(const struct oxr_bench_set *s, FILE *out)
 		return NULL;
 	}
 	return json;
+}
+
+/* ---- oxr-bench --simulate ------------------------------------------- */
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* One revoke broadcast over P ranks, `permille` of them dead (found by
+ * failed sends: the worst case), from the first live rank. */
+static int sim_revoke(FILE *out, int P, int permille)
+{
+	struct oxr_bmg_sim s = { .n = P, .known = 0 };
+	uint8_t *dead = calloc(((size_t)P + 7) / 8, 1);
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)P;
+	int r, l = oxr_bmg_slots(P) / 2;
+
+	if (!dead)
+		return -1;
+	for (r = 1; r < P; r++) /* rank 0 lives: the origin */
+		if ((int)(xorshift(&x) % 1000) < permille)
+			dead[r / 8] |= (uint8_t)(1u << r % 8);
+	s.dead = dead;
+	if (oxr_bmg_simulate(&s)) {
+		free(dead);
+		return -1;
+	}
+	fprintf(out, "  %-8d %4.1f%% %7d %6d %8d %8u %8.2f %6d %8u %8u %8zu %s\n", P,
+		permille / 10.0, s.live - s.reached, s.rounds, (l + 1) / 2, s.max_sent,
+		(double)s.frames / s.live, 2 * l, s.max_recvd, s.max_probes, s.state_bytes,
+		s.reached == s.live && s.max_sent <= (uint32_t)(2 * l) ? "ok" : "FAILED");
+	oxr_bmg_sim_free(&s);
+	free(dead);
+	return s.reached == s.live ? 0 : -1;
+}
+
+/* The bitmap barrier at the default radix: its window from the core (the
+ * same layout on every rank), its rounds from the tree's depth d (up, then
+ * down: 2d), E = the tree's edge labels, half the slots of a parity. */
+static int sim_barrier(FILE *out, int P)
+{
+	bar_core c;
+	int d = 0, e;
+	long long span = 1;
+	size_t w;
+
+	if (bar_core_init(&c, BAR_ALG_BITMAP, P, 0, 16, 1))
+		return -1;
+	while (span < P) {
+		span *= 16;
+		d++;
+	}
+	w = bar_core_window_bytes(&c);
+	e = c.nslots / 2;
+	fprintf(out, "  %-8d %6d %6d %6d %10zu %12zu\n", P, 2 * d, 2 * c.nslots, e, w,
+		80 * (size_t)e + (size_t)(P - 1) / 4);
+	bar_core_free(&c);
+	return 0;
+}
+
+int oxr_bench_simulate(FILE *out)
+{
+	static const int sizes[] = { 1 << 10, 1 << 16, 100000, 1 << 20 };
+	size_t i;
+	int bad = 0;
+
+	fprintf(out, "# revoke, links on demand: the binomial graph's broadcast (transport/bmg.c),"
+		" simulated\n# (dead ranks found by failed sends; rank 0 revokes). model: "
+		"ceil(l/2) rounds, 2l frames a rank, l = ceil(log2 P)\n"
+		"# %-8s %5s %7s %6s %8s %8s %8s %6s %8s %8s %8s\n", "P", "dead", "missed",
+		"rounds", "model", "frames", "mean", "bound", "recv max", "failed", "bytes");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		bad |= sim_revoke(out, sizes[i], 0) | sim_revoke(out, sizes[i], 10);
+	fprintf(out, "#   frames: most a rank sent (mean: per live rank); recv max: most a rank "
+		"took;\n#   failed: most sends of a rank that met a dead rank; bytes: a rank's "
+		"broadcast state\n\n"
+		"# bitmap barrier, radix 16: the window from its core (collectives/barrier_core.c);"
+		" rounds = 2 ceil(log16 P)\n# (up the tree and down, from the formula); "
+		"bound 80E + (P-1)/4 bytes\n# %-8s %6s %6s %6s %10s %12s\n", "P", "rounds",
+		"slots", "E", "window B", "bound B");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		bad |= sim_barrier(out, sizes[i]);
+	return bad ? -1 : 0;
 }
