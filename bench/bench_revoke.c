@@ -5,7 +5,9 @@
  * revokes, each rank notes when its wait ended (the revoke reached it),
  * then all reset.  The ranks share one machine, so CLOCK_MONOTONIC is one
  * clock for all: propagation = last observation - the revoke call; reset =
- * last reset end - first reset start.  Rank 0 prints medians and maxima.
+ * last reset end - first reset start.  Rank 0 prints medians and maxima,
+ * and the REVOKE frames a rank sent per revoke (oxr_group_counters, the
+ * measured rounds only): the maximum and the mean over the ranks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +33,8 @@ int main(int argc, char **argv)
 	oxr_group *g;
 	oxr_arena *a;
 	oxr_status_t st;
-	double *prop, *reset;
+	double *prop, *reset, fmax = 0, fsum = 0;
+	oxr_group_counters c0, c1;
 
 	if ((st = oxr_boot_open(&b)) || (st = oxr_ctx_create(&c)) || (st = oxr_group_boot(c, b, &g)) ||
 	    (st = oxr_arena_create(&a)))
@@ -46,10 +49,12 @@ int main(int argc, char **argv)
 	}
 	/* the first rounds pay for the first revoke frames' buffers */
 	for (it = -warm; it < iters; it++) {
-		double t[3], t0 = 0; /* observed, reset start, reset end */
+		double t[4], t0 = 0; /* observed, reset start, reset end, frames sent */
 		oxr_rmsg *m = NULL;
 		if ((st = oxr_boot_barrier(b)))
 			die("barrier", st);
+		if (it == 0 && (st = oxr_group_stats(g, &c0)))
+			die("stats", st);
 		if (rank == 0) {
 			t0 = oxr_bench_now_us();
 			oxr_group_revoke(g);
@@ -64,6 +69,12 @@ int main(int argc, char **argv)
 		if ((st = oxr_group_reset(g, 10000)))
 			die("reset", st);
 		t[2] = oxr_bench_now_us();
+		t[3] = 0;
+		if (it == iters - 1) {
+			if ((st = oxr_group_stats(g, &c1)))
+				die("stats", st);
+			t[3] = (double)(c1.revokes_sent - c0.revokes_sent) / iters;
+		}
 		if (rank) {
 			oxr_ox_msg out = { .tag = OXR_OX_DATA };
 			oxr_arena_reset(a);
@@ -72,8 +83,9 @@ int main(int argc, char **argv)
 				die("send", st);
 		} else {
 			double last = t[0], first = t[1], end = t[2];
+			fmax = fsum = t[3];
 			for (p = 1; p < n; p++) {
-				double u[3];
+				double u[4];
 				if ((st = oxr_recv(g, p, 10000, &m)))
 					die("recv", st);
 				memcpy(u, m->msg.cmo->data, sizeof(u));
@@ -81,6 +93,8 @@ int main(int argc, char **argv)
 				last = u[0] > last ? u[0] : last;
 				first = u[1] < first ? u[1] : first;
 				end = u[2] > end ? u[2] : end;
+				fmax = u[3] > fmax ? u[3] : fmax;
+				fsum += u[3];
 			}
 			if (it >= 0) {
 				prop[it] = last - t0;
@@ -98,9 +112,11 @@ int main(int argc, char **argv)
 			return 1;
 		qsort(prop, (size_t)iters, sizeof(*prop), oxr_bench_cmp_double);
 		qsort(reset, (size_t)iters, sizeof(*reset), oxr_bench_cmp_double);
-		printf("revoke %-5s ranks %3d  rounds %4d  propagation median %9.1f us max %9.1f us  "
-		       "reset median %9.1f us max %9.1f us\n", oxr_ctx_transport(c), n, iters,
-		       prop[iters / 2], prop[iters - 1], reset[iters / 2], reset[iters - 1]);
+		printf("revoke %-5s ranks %4d  rounds %4d  propagation median %9.1f us max %9.1f us  "
+		       "reset median %9.1f us max %9.1f us  frames a rank max %.1f mean %.2f (%s)\n",
+		       oxr_ctx_transport(c), n, iters, prop[iters / 2], prop[iters - 1],
+		       reset[iters / 2], reset[iters - 1], fmax, fsum / n,
+		       oxr_group_links_on_demand(g) ? "links on demand" : "eager links");
 	}
 	free(prop);
 	free(reset);

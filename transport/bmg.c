@@ -144,6 +144,16 @@ int oxr_bmg_next(struct oxr_bmg *b)
 	return -1;
 }
 
+int oxr_bmg_has(const struct oxr_bmg *b, int who)
+{
+	uint64_t m;
+
+	for (m = b->sent; m; m &= m - 1)
+		if (target(b, __builtin_ctzll(m)) == who)
+			return 1;
+	return 0;
+}
+
 int oxr_bmg_failed(struct oxr_bmg *b, int who, oxr_bmg_dead_fn dead, void *arg)
 {
 	int ns = oxr_bmg_slots(b->n), i, moved = 0;

@@ -41,6 +41,8 @@ void oxr_bmg_start(struct oxr_bmg *b, int rank, int n, int from, oxr_bmg_dead_fn
 /* The next rank to send the frame to (each at most once while it lives),
  * -1 when none is owed now. */
 int oxr_bmg_next(struct oxr_bmg *b);
+/* 1 if `who` has the frame from this rank (or sent it here). */
+int oxr_bmg_has(const struct oxr_bmg *b, int who);
 /* `who` turned out dead (its open failed, its link broke, after the frame
  * went or before): the slots aimed at it move on to the next rank not known
  * dead; oxr_bmg_next then gives their new targets.  Returns how many moved. */

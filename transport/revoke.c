@@ -475,12 +475,25 @@ static int all_balls(void *arg)
 	return agreed(b) && all && !oxr_demand_committed(g);
 }
 
-void oxr_reset_link_opened(oxr_group *g, struct link *l)
+/* Links on demand: the revoke went over the overlay, and p's link may be
+ * none of it; the ball must not reach a rank that has not heard of the
+ * revoke: it would take the ball for a message. */
+static oxr_status_t send_ball(oxr_group *g, int p)
 {
 	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
+	oxr_status_t st;
 
+	if (g->epoch_revoked && g->eps && g->bmg_on && g->bmg_epoch == g->epoch &&
+	    g->links[p]->mode == OXR_LINK_AUTH && !oxr_bmg_has(&g->bmg, p) &&
+	    (st = send_revoke(g, p, g->bmg_origin)))
+		return st;
+	return oxr_queue_internal(g, p, &ball);
+}
+
+void oxr_reset_link_opened(oxr_group *g, struct link *l)
+{
 	if (g->balls_phase && ball_out(g, l->peer))
-		(void)oxr_queue_internal(g, l->peer, &ball);
+		(void)send_ball(g, l->peer);
 }
 
 /*
@@ -506,7 +519,6 @@ static void drop_from_above(oxr_group *g)
 oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 {
 	struct balls b = { g, OXR_OK, "", 0 };
-	oxr_ox_msg ball = { .tag = OXR_OX_SYNC_BALL };
 	oxr_status_t st = OXR_OK;
 	int i;
 
@@ -520,7 +532,7 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	for (i = 0; i < g->nused && st == OXR_OK; i++) {
 		int p = g->used[i];
 		if (link_up(g->links[p]) && ball_out(g, p))
-			st = oxr_queue_internal(g, p, &ball);
+			st = send_ball(g, p);
 	}
 	g->balls_phase = 1;
 	if (st == OXR_OK)

@@ -17,6 +17,11 @@
  *   fail naming it, shrink, pass a token round, and rank 0 kills it.
  *   Prints `rank R: heartbeat ok (T ms)`, plus `rank R: found it` on a rank
  *   whose own heartbeat saw the silence first.
+ *   revoke_child revoker: rank 0 revokes and resets at once while every
+ *   other rank waits for a message from rank 0: each wait must end revoked,
+ *   never with rank 0's reset ball (with links on demand the ball comes
+ *   straight from rank 0, the revoke over the overlay, often later); then
+ *   all reset and pass a token round.  Prints `rank R: revoker ok`.
  *   revoke_child idle MS (with OXR_HEARTBEAT_MS set): every rank waits MS ms
  *   for a message nobody sends, then passes a token round the ring: nobody
  *   was taken for dead.  Prints `rank R: idle ok, B beats` with the
@@ -126,6 +131,25 @@ static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 	return 0;
 }
 
+static int revoker_mode(oxr_group *g, oxr_arena *a)
+{
+	oxr_rmsg *m = NULL;
+	oxr_status_t st;
+
+	if (rank == 0) {
+		CHECK(oxr_group_revoke(g) == OXR_OK, "revoke");
+	} else {
+		st = oxr_recv(g, 0, 20000, &m);
+		CHECK(st == OXR_ERR_REVOKED, "the wait on the revoker ended with %d, not revoked (%s)",
+		      st, st == OXR_OK ? "a message: its reset ball?" : oxr_errmsg());
+	}
+	CHECK(oxr_group_reset(g, 20000) == OXR_OK, "reset: %s", oxr_errmsg());
+	if (ring(g, a))
+		return 1;
+	printf("rank %d: revoker ok\n", rank);
+	return 0;
+}
+
 static int idle_mode(oxr_group *g, oxr_arena *a, int n, int ms)
 {
 	oxr_group_counters c0, c1;
@@ -210,10 +234,12 @@ int main(int argc, char **argv)
 	n = oxr_group_size(g);
 	last = n - 1;
 	if (argc > 1 && (!strcmp(argv[1], "shrink") || !strcmp(argv[1], "kill") ||
-			 !strcmp(argv[1], "stop") || !strcmp(argv[1], "idle"))) {
+			 !strcmp(argv[1], "stop") || !strcmp(argv[1], "idle") ||
+			 !strcmp(argv[1], "revoker"))) {
 		int rc = !strcmp(argv[1], "kill")   ? kill_mode(g, n)
 			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n)
 			 : !strcmp(argv[1], "idle") ? idle_mode(g, a, n, argc > 2 ? atoi(argv[2]) : 2000)
+			 : !strcmp(argv[1], "revoker") ? revoker_mode(g, a)
 						    : shrink_mode(g, a, n);
 		oxr_arena_destroy(a);
 		child_leave(&me);

@@ -355,6 +355,25 @@ PROVIDER_TEST(revoke, the_heartbeat_finds_a_stopped_rank_and_the_survivors_shrin
 	}
 }
 
+/* 16 ranks wait on the revoker while it revokes and resets at once: every
+ * wait ends revoked (with links on demand the revoker's reset ball reached
+ * them before the revoke did, and was handed out as a message). */
+PROVIDER_TEST(revoke, a_wait_on_the_revoker_ends_revoked_not_with_its_reset_ball)
+{
+	const char *argv[] = { RUN, "-n", "16", "--", CHILD, "revoker", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
+	struct run r = spawn_run(argv, env, NULL, 120);
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		char line[48];
+		snprintf(line, sizeof(line), "rank %d: revoker ok", i);
+		cr_assert_eq(count_of(r.out, line), 1, "'%s' in:\n%s\nstderr:\n%s", line, r.out,
+			     r.err);
+	}
+	run_free(&r);
+}
+
 /* 12 idle ranks with the heartbeat on: nobody is taken for dead, and each
  * sends at most a ping and an answer per H/3 (the ring), not a beat per
  * link: the bound does not grow with the group. */
