@@ -304,13 +304,15 @@ static int sim_revoke(FILE *out, int P, int permille)
 
 /* The bitmap barrier at the default radix: its window from the core (the
  * same layout on every rank), its rounds from the tree's depth d (up, then
- * down: 2d), E = the tree's edge labels, half the slots of a parity. */
+ * down: 2d), E = the tree's edge labels, half the slots of a parity; the
+ * bound 80 E' with E' = 15 d >= E (barrier_bitmap.c), and issue 22's
+ * 64 KiB. */
 static int sim_barrier(FILE *out, int P)
 {
 	bar_core c;
 	int d = 0, e;
 	long long span = 1;
-	size_t w;
+	size_t w, bound;
 
 	if (bar_core_init(&c, BAR_ALG_BITMAP, P, 0, 16, 1))
 		return -1;
@@ -320,10 +322,11 @@ static int sim_barrier(FILE *out, int P)
 	}
 	w = bar_core_window_bytes(&c);
 	e = c.nslots / 2;
-	fprintf(out, "  %-8d %6d %6d %6d %10zu %12zu\n", P, 2 * d, 2 * c.nslots, e, w,
-		80 * (size_t)e + (size_t)(P - 1) / 4);
+	bound = 80 * 15 * (size_t)d;
+	fprintf(out, "  %-8d %6d %6d %6d %10zu %12zu %s\n", P, 2 * d, 2 * c.nslots, e, w, bound,
+		w <= bound && w <= 65536 ? "ok" : "FAILED");
 	bar_core_free(&c);
-	return 0;
+	return w <= bound && w <= 65536 ? 0 : -1;
 }
 
 int oxr_bench_simulate(FILE *out)
@@ -344,8 +347,9 @@ int oxr_bench_simulate(FILE *out)
 		"broadcast state\n\n"
 		"# bitmap barrier, radix 16: the window from its core (collectives/barrier_core.c);"
 		" rounds = 2 ceil(log16 P)\n# (up the tree and down, from the formula); "
-		"bound 80E + (P-1)/4 bytes\n# %-8s %6s %6s %6s %10s %12s\n", "P", "rounds",
-		"slots", "E", "window B", "bound B");
+		"bound 80 * 15 ceil(log16 P) bytes\n# (a request carries a run of ranks, not a "
+		"bitmap: 80E in all; at most 64 KiB at 2^20)\n# %-8s %6s %6s %6s %10s %12s %s\n",
+		"P", "rounds", "slots", "E", "window B", "bound B", "check");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		bad |= sim_barrier(out, sizes[i]);
 	return bad ? -1 : 0;

@@ -5,7 +5,8 @@
  * barrier number parity, one per rank that can write to this one (a tree
  * or round neighbour), each with that one sender, so concurrent writes of
  * different senders, and a sender's writes of two overlapping barriers,
- * never share bytes; O(radix log n) slots, not one per rank.
+ * never share bytes; O(radix log n) slots of 16 or 24 bytes, not one per
+ * rank.
  *
  * Invariant: when a note is taken, the slot it names holds the write it
  * announces or a later one from the same sender (puts land in order per
@@ -45,8 +46,6 @@ struct oxr_barrier {
 	size_t len;
 	long spin_us;
 	oxr_barrier_counts st;
-	uint64_t *rbits; /* an arriving bitmap, copied out of the slot */
-	uint8_t *sbuf;   /* a request being written: header and bits */
 	char why[256];   /* the sticky failure */
 	oxr_status_t err;
 };
@@ -120,12 +119,10 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 	/* one rank has no slots; a window has bytes */
 	b->len = bar_core_window_bytes(&b->c);
 	b->len = b->len ? b->len : sizeof(bar_hdr);
-	/* the window near the HCA: its bitmaps are written by DMA */
+	/* the window near the HCA: its slots are written by DMA */
 	if (oxr_win_alloc(g, b->len, &mem) == OXR_OK)
 		b->mem = mem;
-	b->rbits = calloc((size_t)(n + 63) / 64, 8);
-	b->sbuf = calloc(1, sizeof(bar_hdr) + 8 * (size_t)((n + 63) / 64));
-	if (!b->mem || !b->rbits || !b->sbuf) {
+	if (!b->mem) {
 		oxr_barrier_destroy(b);
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	}
@@ -147,8 +144,6 @@ void oxr_barrier_destroy(oxr_barrier_t *b)
 	bar_core_free(&b->c);
 	if (b->mem)
 		oxr_win_free(b->g, b->mem, b->len);
-	free(b->rbits);
-	free(b->sbuf);
 	free(b);
 }
 
@@ -182,19 +177,16 @@ static oxr_status_t flush(oxr_barrier_t *b)
 	for (i = 0; i < b->c.nout; i++) {
 		bar_msg *m = &b->c.out[i];
 		size_t len = sizeof(bar_hdr);
-		uint8_t buf[sizeof(bar_hdr)];
-		const void *src = buf;
+		uint8_t buf[sizeof(bar_hdr) + sizeof(bar_run)];
 		oxr_status_t st;
 
+		/* header and run go as one write */
 		memcpy(buf, &m->h, sizeof(bar_hdr));
-		if (m->nbits) {
-			/* header and bits go as one write */
-			len += 8 * (size_t)((m->nbits + 63) / 64);
-			memcpy(b->sbuf, &m->h, sizeof(bar_hdr));
-			memcpy(b->sbuf + sizeof(bar_hdr), b->c.wire, len - sizeof(bar_hdr));
-			src = b->sbuf;
+		if (m->run.count) {
+			memcpy(buf + len, &m->run, sizeof(bar_run));
+			len += sizeof(bar_run);
 		}
-		st = oxr_put(b->g, m->to, b->id, bar_core_slot_offset(&b->c, m->slot), src, len,
+		st = oxr_put(b->g, m->to, b->id, bar_core_slot_offset(&b->c, m->slot), buf, len,
 			     m->h.kind);
 		if (st == OXR_OK) {
 			b->st.puts_sent++;
@@ -237,17 +229,18 @@ static oxr_status_t refuse(oxr_barrier_t *b, int from, const char *what)
 static oxr_status_t take(oxr_barrier_t *b, const oxr_win_note *note, int *state)
 {
 	int s = bar_core_slot_at(&b->c, note->offset);
-	size_t nb;
 	bar_hdr h;
+	bar_run run;
 
 	b->st.puts_received++;
 	b->st.last_received++;
-	if (s < 0 || note->len < sizeof(bar_hdr) || note->len > bar_core_slot_bytes(&b->c, s))
+	/* a header, or a header and its run where the slot takes one */
+	if (s < 0 || (note->len != sizeof(bar_hdr) && note->len != bar_core_slot_bytes(&b->c, s)))
 		return refuse(b, note->peer, "no slot of its window starts and ends there");
-	nb = note->len - sizeof(bar_hdr);
 	memcpy(&h, b->mem + note->offset, sizeof(h));
-	memcpy(b->rbits, b->mem + note->offset + sizeof(h), nb);
-	*state = bar_core_arrive(&b->c, note->peer, s, &h, b->rbits, (int)(8 * nb));
+	if (note->len > sizeof(h))
+		memcpy(&run, b->mem + note->offset + sizeof(h), sizeof(run));
+	*state = bar_core_arrive(&b->c, note->peer, s, &h, note->len > sizeof(h) ? &run : NULL);
 	if (*state < 0 && b->c.bad)
 		return refuse(b, b->c.failed_rank, b->c.bad);
 	return flush(b);

@@ -36,11 +36,18 @@
  * their barrier (v = rank - root mod n); each register holds its barrier's
  * relative ranks (the register of the next barrier, filled by requests
  * that come early, those of the next root).  The subtree of v is the
- * contiguous range [v, v + span(v)), and a rank's register never holds
- * more than its subtree, so a request carries only that range, bit i for
- * relative rank v + i: the patent's n-bit register stays n bits in the
- * rank's memory (the root needs all of it), but no write carries more
- * than the sender's subtree.
+ * contiguous range [v, v + span(v)), a rank's register never holds more
+ * than its subtree, and it requests only once it holds all of it: so the
+ * bitmap a request carries is always that one range, and it goes on the
+ * wire run-length encoded, (first, count) = (v, span(v)), which the
+ * receiver ORs into its register.  The patent's n-bit register stays n
+ * bits in the rank's memory (the root needs all of it, and it is never
+ * registered), but a write is 24 bytes whatever n.  A receiver knows the
+ * range each child slot's sender covers in each barrier, so it takes
+ * that range exactly; any other run (outside it, past it, short of it,
+ * empty) was never sent by a working peer and fails the barrier.  No
+ * write carries a partial bitmap: aborts and establishments carry none,
+ * and dissemination rounds (barrier_dissem.c) have no runs in their slots.
  *
  * The window.  Rank r's tree neighbours, whatever the root, are the ranks
  * r + e (its children) and r - e (its parent), e = d radix^l of an edge
@@ -48,27 +55,27 @@
  * join v and v + d radix^l, and rotation moves both ends alike.  So the
  * window has per sequence parity one slot per label and direction, each
  * with a single sender that never changes: child slot j (sender r + e,
- * taking its requests; bits min(radix^l, n - e), the largest subtree a
- * child over that edge can have) and parent slot E + j (sender r - e,
- * establishments; header only), E labels in all.  Two parities, because
- * barriers s and s+1 overlap and s+2 cannot (barrier_core.c).  A sender
- * knows its slot: the label of the edge to its parent is the lowest
+ * taking its requests: a header and a run) and parent slot E + j (sender
+ * r - e, establishments: a header), E labels in all.  Two parities,
+ * because barriers s and s+1 overlap and s+2 cannot (barrier_core.c).  A
+ * sender knows its slot: the label of the edge to its parent is the lowest
  * nonzero base-radix digit of its own v and that digit's place.
  *
  * Per rank, with E = #{(l, d): d radix^l < n} <= (radix-1) ceil(log_radix n):
- *   window  4E slots, 2 * (2E * 16 + 8 * sum_j ceil(bits_j / 64)) bytes
- *           <= 80 E + (n-1)/4 bytes, since the child slots' bits add up
- *           to n-1 (the ranges [d radix^l, (d+1) radix^l) tile [1, n));
- *           at the default radix 16: 1,024 ranks 132 slots, 2,784 B;
- *           100,000 ranks 244 slots, 29,328 B (the old window of 2n slots
- *           of 16 + n/8 bytes: 294,912 B and 2.5 GB);
- *   memory  three n-bit registers (this barrier's, the next's, a request's).
- * A slot per sender instead would be O(n) slots of O(n) bits: O(n^2).
+ *   window  4E slots, 2 (E (16 + 8) + E 16) = 80 E bytes, independent of
+ *           the bits the requests stand for; at the default radix 16:
+ *           1,024 ranks 132 slots, 2,640 B; 100,000 ranks 244 slots,
+ *           4,880 B; 2^20 ranks 300 slots, 6,000 B (bitmaps in the child
+ *           slots made it up to 80 E + (n-1)/4 bytes: 2,784 B, 29,328 B
+ *           and 267,360 B); at 2^20 ranks and any radix 2..64 at most
+ *           15,360 B (radix 64, E = 192);
+ *   memory  two n-bit registers (this barrier's and the next's).
+ * A slot per sender instead would be O(n) slots.
  *
  * Invariant: a rank completes barrier s only after the root of s saw all
  * n bits, and the root's bits come only from requests, each sent by a rank
  * that had entered s and whose subtree had all entered s, and each taken
- * only into the range of its sender's subtree; so nobody leaves before
+ * only as the range of its sender's whole subtree; so nobody leaves before
  * everybody entered.  Every rank completes: the leaves' requests need
  * nothing, each request waits only on its children's, and each
  * establishment only on its parent's; every child of every rank has its
@@ -115,16 +122,14 @@ static int span(const bar_core *c, int v)
 	return (int)(m < c->n - v ? m : c->n - v);
 }
 
-/* The length d R^l of edge label j = l (R-1) + d-1, and R^l in *place. */
-static long long edge_len(const bar_core *c, int j, long long *place)
+/* The length d R^l of edge label j = l (R-1) + d-1. */
+static long long edge_len(const bar_core *c, int j)
 {
 	long long m = 1;
 	int l;
 
 	for (l = j / (c->radix - 1); l > 0; l--)
 		m *= c->radix;
-	if (place)
-		*place = m;
 	return (j % (c->radix - 1) + 1) * m;
 }
 
@@ -143,7 +148,7 @@ static int nedges(const bar_core *c)
 {
 	int j = 0;
 
-	while (edge_len(c, j, NULL) < c->n)
+	while (edge_len(c, j) < c->n)
 		j++;
 	return j;
 }
@@ -156,7 +161,7 @@ static int child(const bar_core *c, int v, int j)
 
 	if (j >= c->nslots / 2)
 		return -1;
-	e = edge_len(c, j, NULL);
+	e = edge_len(c, j);
 	return e < low_power(c, v) && v + e < c->n ? (int)(v + e) : -1;
 }
 
@@ -167,39 +172,20 @@ static uint64_t low_mask(long long nbits)
 	return nbits >= 64 ? ~0ull : (1ull << nbits) - 1;
 }
 
-/* The sender's part of its register, its subtree [v, v + nbits), into
- * c->wire from bit 0 on. */
-static void to_wire(bar_core *c, int v, int nbits)
+/* S11 for a run: sets relative ranks [at, at + count) in reg, returning
+ * how many were new.  at + count <= n. */
+static int or_run(uint64_t *reg, int at, int count)
 {
-	int k;
+	long long p = at, end = (long long)at + count;
+	int added = 0;
 
-	for (k = 0; 64LL * k < nbits; k++) {
-		long long at = v + 64LL * k, q = at / 64;
-		int s = (int)(at % 64);
-		uint64_t w = c->bits[q] >> s;
-		if (s && q + 1 < c->nwords)
-			w |= c->bits[q + 1] << (64 - s);
-		c->wire[k] = w & low_mask(nbits - 64LL * k);
-	}
-}
-
-/* S11: ORs a request's nbits bits into reg from relative rank `at` on,
- * returning how many were new.  at + nbits <= n. */
-static int or_in(const bar_core *c, uint64_t *reg, int at, const uint64_t *src, int nbits)
-{
-	int k, added = 0;
-
-	for (k = 0; 64LL * k < nbits; k++) {
-		uint64_t w = src[k] & low_mask(nbits - 64LL * k);
-		long long p = at + 64LL * k, q = p / 64;
+	while (p < end) {
 		int s = (int)(p % 64);
-		uint64_t lo = w << s, hi = s ? w >> (64 - s) : 0;
-		added += __builtin_popcountll(lo & ~reg[q]);
-		reg[q] |= lo;
-		if (hi && q + 1 < c->nwords) {
-			added += __builtin_popcountll(hi & ~reg[q + 1]);
-			reg[q + 1] |= hi;
-		}
+		long long w = end - p < 64 - s ? end - p : 64 - s;
+		uint64_t m = low_mask(w) << s;
+		added += __builtin_popcountll(m & ~reg[p / 64]);
+		reg[p / 64] |= m;
+		p += w;
 	}
 	return added;
 }
@@ -225,7 +211,7 @@ static int establish(bar_core *c)
 
 	/* S05-S08 at the root, S21-S26 below it */
 	for (j = 0; (u = child(c, v, j)) >= 0; j++)
-		bar_push(c, down(c, u, j), BAR_EST, 0, 0);
+		bar_push(c, down(c, u, j), BAR_EST, 0, NULL);
 	return bar_complete(c);
 }
 
@@ -233,46 +219,66 @@ static int establish(bar_core *c)
 static int check(bar_core *c)
 {
 	int v = rel_at(c, c->seq, c->rank);
+	bar_run run;
 
 	if (!c->entered || c->req_sent || c->have < span(c, v))
 		return 0;
 	if (v == 0)
 		return establish(c);
-	to_wire(c, v, span(c, v));
-	bar_push(c, up(c, v), BAR_REQ, 0, span(c, v));
+	/* the register holds no more than the subtree: it is all of it */
+	run = (bar_run){ (uint32_t)v, (uint32_t)span(c, v) };
+	bar_push(c, up(c, v), BAR_REQ, 0, &run);
 	c->req_sent = 1;
 	return 0;
 }
 
 static int bm_enter(bar_core *c)
 {
-	int v = rel_at(c, c->seq, c->rank);
-
-	if (!has_bit(c->bits, v)) {
-		c->bits[v / 64] |= 1ull << (v % 64);
-		c->have++;
-	}
+	c->have += or_run(c->bits, rel_at(c, c->seq, c->rank), 1);
 	return check(c);
+}
+
+/* Why run cannot be a request of the child u, whose subtree is [u, u +
+ * sp), or NULL.  A child requests only once its register holds all of
+ * its subtree, so its run is that range exactly: a shorter one would
+ * leave this rank waiting for ranks that have entered. */
+static const char *bad_run(const bar_run *run, int u, int sp)
+{
+	uint32_t off;
+
+	if (!run)
+		return "a request without its run of ranks";
+	if (!run->count)
+		return "a request of an empty run";
+	off = run->first - (uint32_t)u; /* wraps when first < u */
+	if (run->first < (uint32_t)u || off >= (uint32_t)sp)
+		return "a run starting outside its sender's subtree";
+	if (run->count > (uint32_t)sp - off)
+		return "a run past the end of its sender's subtree";
+	if (off || run->count != (uint32_t)sp)
+		return "a run short of its sender's whole subtree";
+	return NULL;
 }
 
 /* A request of barrier seq in child slot j, into reg (that barrier's):
  * the new bits, or -1 when it is no request a child of this rank sends. */
 static int take_req(bar_core *c, uint32_t seq, uint64_t *reg, int j, const bar_hdr *h,
-		    const uint64_t *bits, int nbits)
+		    const bar_run *run)
 {
 	int u = child(c, rel_at(c, seq, c->rank), j);
+	const char *why;
 
 	if (h->kind != BAR_REQ || j >= c->nslots / 2)
 		return bar_refuse(c, c->slot_from[j], "a write of a kind its slot does not take");
 	if (u < 0)
 		return bar_refuse(c, c->slot_from[j], "a request from a rank that is not "
 				  "a child of this one in that barrier's tree");
-	if (!bits || nbits < span(c, u))
-		return bar_refuse(c, c->slot_from[j], "a request shorter than its sender's subtree");
-	return or_in(c, reg, u, bits, span(c, u));
+	if ((why = bad_run(run, u, span(c, u))))
+		return bar_refuse(c, c->slot_from[j], why);
+	return or_run(reg, u, span(c, u));
 }
 
-static int bm_arrive(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits)
+static int bm_arrive(bar_core *c, int j, const bar_hdr *h, const bar_run *run)
 {
 	int v = rel_at(c, c->seq, c->rank), add;
 
@@ -282,15 +288,15 @@ static int bm_arrive(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits,
 			return establish(c);
 		return bar_refuse(c, c->slot_from[j], "an establishment this rank did not wait for");
 	}
-	if ((add = take_req(c, c->seq, c->bits, j, h, bits, nbits)) < 0)
+	if ((add = take_req(c, c->seq, c->bits, j, h, run)) < 0)
 		return -1;
 	c->have += add;
 	return check(c);
 }
 
-static int bm_early(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits)
+static int bm_early(bar_core *c, int j, const bar_hdr *h, const bar_run *run)
 {
-	int add = take_req(c, c->seq + 1, c->next, j, h, bits, nbits);
+	int add = take_req(c, c->seq + 1, c->next, j, h, run);
 
 	if (add < 0)
 		return -1;
@@ -323,19 +329,19 @@ static int bm_dependents(const bar_core *c, bar_peer *peers)
 	return w;
 }
 
-/* Child slots first (requests, with bits), then parent slots. */
+/* Child slots first (requests, with their runs), then parent slots. */
 static int bm_nslots(const bar_core *c)
 {
 	return 2 * nedges(c);
 }
 
-static void bm_slot(const bar_core *c, int j, int *from, int *bits)
+static void bm_slot(const bar_core *c, int j, int *from, int *run)
 {
 	int e_count = c->nslots / 2, up_slot = j >= e_count;
-	long long m, e = edge_len(c, up_slot ? j - e_count : j, &m);
+	long long e = edge_len(c, up_slot ? j - e_count : j);
 
 	*from = (int)(((long long)c->rank + (up_slot ? c->n - e : e)) % c->n);
-	*bits = up_slot ? 0 : (int)(m < c->n - e ? m : c->n - e);
+	*run = !up_slot;
 }
 
 /* a parent and a child over every edge */

@@ -15,9 +15,9 @@
  * was told of seq's establishment first); it cannot be of seq+2, since
  * nobody completes seq+1 before this rank entered it.  What cannot come
  * from a working peer (a slot its sender does not own, seq+2, the wrong
- * parity's half, a kind or length the slot does not take) fails the
- * barrier, naming the sender: the write was not lost in transit, it was
- * never one the algorithm sends.
+ * parity's half, a kind or length the slot does not take, a run its sender
+ * cannot send) fails the barrier, naming the sender: the write was not
+ * lost in transit, it was never one the algorithm sends.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +37,15 @@ static int layout(bar_core *c)
 
 	c->nslots = k;
 	c->slot_from = calloc((size_t)k + 1, sizeof(int));
-	c->slot_bits = calloc((size_t)k + 1, sizeof(int));
+	c->slot_run = calloc((size_t)k + 1, sizeof(int));
 	c->slot_off = calloc(2 * (size_t)k + 1, sizeof(size_t));
-	if (!c->slot_from || !c->slot_bits || !c->slot_off)
+	if (!c->slot_from || !c->slot_run || !c->slot_off)
 		return -1;
 	for (j = 0; j < 2 * k; j++) {
 		if (j < k)
-			a->slot(c, j, &c->slot_from[j], &c->slot_bits[j]);
+			a->slot(c, j, &c->slot_from[j], &c->slot_run[j]);
 		c->slot_off[j + 1] = c->slot_off[j] + sizeof(bar_hdr) +
-				     8 * (size_t)((c->slot_bits[j % k] + 63) / 64);
+				     (c->slot_run[j % k] ? sizeof(bar_run) : 0);
 	}
 	return 0;
 }
@@ -68,10 +68,9 @@ int bar_core_init(bar_core *c, int algo, int n, int rank, int radix, uint32_t ep
 	c->outcap = c->maxpeers + 4;
 	c->bits = calloc((size_t)c->nwords, 8);
 	c->next = calloc((size_t)c->nwords, 8);
-	c->wire = calloc((size_t)c->nwords, 8);
 	c->out = calloc((size_t)c->outcap, sizeof(*c->out));
 	c->peers = calloc((size_t)c->maxpeers + 1, sizeof(*c->peers));
-	if (!c->bits || !c->next || !c->wire || !c->out || !c->peers || layout(c)) {
+	if (!c->bits || !c->next || !c->out || !c->peers || layout(c)) {
 		bar_core_free(c);
 		return -1;
 	}
@@ -82,16 +81,15 @@ void bar_core_free(bar_core *c)
 {
 	free(c->bits);
 	free(c->next);
-	free(c->wire);
 	free(c->out);
 	free(c->peers);
 	free(c->slot_from);
-	free(c->slot_bits);
+	free(c->slot_run);
 	free(c->slot_off);
-	c->bits = c->next = c->wire = NULL;
+	c->bits = c->next = NULL;
 	c->out = NULL;
 	c->peers = NULL;
-	c->slot_from = c->slot_bits = NULL;
+	c->slot_from = c->slot_run = NULL;
 	c->slot_off = NULL;
 }
 
@@ -126,13 +124,14 @@ int bar_core_slot_at(const bar_core *c, uint64_t off)
 	return -1;
 }
 
-void bar_push(bar_core *c, bar_peer to, uint32_t kind, uint32_t aux, int nbits)
+void bar_push(bar_core *c, bar_peer to, uint32_t kind, uint32_t aux, const bar_run *run)
 {
 	if (to.rank == c->rank || c->nout >= c->outcap)
 		return; /* outcap bounds every call's pushes (see init) */
 	c->out[c->nout++] = (bar_msg){ .to = to.rank,
 				       .slot = (int)(c->seq & 1) * c->nslots + to.slot,
-				       .h = { c->epoch, c->seq, kind, aux }, .nbits = nbits };
+				       .h = { c->epoch, c->seq, kind, aux },
+				       .run = run ? *run : (bar_run){ 0, 0 } };
 }
 
 int bar_complete(bar_core *c)
@@ -167,7 +166,7 @@ static int fail_telling(bar_core *c, int who, int skip)
 	k = algo_of(c)->dependents(c, c->peers);
 	for (i = 0; i < k; i++)
 		if (c->peers[i].rank != skip)
-			bar_push(c, c->peers[i], BAR_ABORT, (uint32_t)who, 0);
+			bar_push(c, c->peers[i], BAR_ABORT, (uint32_t)who, NULL);
 	return -1;
 }
 
@@ -197,8 +196,7 @@ int bar_core_enter(bar_core *c)
 	return algo_of(c)->enter(c);
 }
 
-int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const uint64_t *bits,
-		    int nbits)
+int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const bar_run *run)
 {
 	int32_t d = (int32_t)(h->seq - c->seq);
 	int j = c->nslots ? slot % c->nslots : 0;
@@ -217,8 +215,12 @@ int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const uin
 		return bar_refuse(c, from, "a write of a barrier two ahead of this rank");
 	if ((int)(h->seq & 1) != slot / c->nslots)
 		return bar_refuse(c, from, "a write in the other sequence parity's slot");
-	if (nbits < 0 || nbits > c->slot_bits[j])
-		nbits = nbits < 0 ? 0 : c->slot_bits[j];
+	/* a run where the slot has no room for one was written past its end.
+	 * A run under another kind than a request is no fault: the note was
+	 * the request's, and the sender's abort has overwritten its header
+	 * since (barrier.c reads the slot at note time); the cores ignore it */
+	if (run && !c->slot_run[j])
+		return bar_refuse(c, from, "a run in a slot that takes none");
 	if (h->kind == BAR_ABORT) {
 		if (h->aux >= (uint32_t)c->n)
 			return bar_refuse(c, from, "an abort naming no rank of the group");
@@ -229,8 +231,8 @@ int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const uin
 		return 0;
 	}
 	if (d == 1)
-		return algo_of(c)->early(c, j, h, bits, nbits);
-	return algo_of(c)->arrive(c, j, h, bits, nbits);
+		return algo_of(c)->early(c, j, h, run);
+	return algo_of(c)->arrive(c, j, h, run);
 }
 
 int bar_core_waits_on(bar_core *c)

@@ -15,9 +15,12 @@
  * radix^l, a tree edge of any rotation; dissemination: owner - 2^k).  One
  * writer per slot is what lets a slot be read at note time (barrier.c).
  * A slot holds:
- *   u32 epoch, u32 seq, u32 kind, u32 aux, then for BAR_REQ the sender's
- *   part of its register: the bits of its subtree, relative rank v + i at
- *   bit i (bit i%64 of word i/64), slot_bits[j] bits at most.
+ *   u32 epoch, u32 seq, u32 kind, u32 aux, then, in the slots that take
+ *   requests (slot_run[j]), for BAR_REQ the sender's register as one run
+ *   of ones: u32 first, u32 count, relative ranks first .. first+count-1
+ *   of barrier seq's tree (a request always carries its sender's whole
+ *   subtree, a contiguous range: barrier_bitmap.c).  So a slot is 16 or
+ *   24 bytes whatever n.
  */
 #ifndef OXR_BARRIER_CORE_H
 #define OXR_BARRIER_CORE_H
@@ -32,11 +35,16 @@ typedef struct bar_hdr {
 	uint32_t epoch, seq, kind, aux; /* aux: round (BAR_ROUND), failed rank (BAR_ABORT) */
 } bar_hdr;
 
+/* A request's bits: the relative ranks [first, first + count). */
+typedef struct bar_run {
+	uint32_t first, count;
+} bar_run;
+
 typedef struct bar_msg {
 	int to;
 	int slot;  /* in the target's window, parity half included */
 	bar_hdr h;
-	int nbits; /* BAR_REQ: c->wire's first nbits bits follow the header */
+	bar_run run; /* BAR_REQ: follows the header; count 0: header only */
 } bar_msg;
 
 typedef struct bar_peer {
@@ -53,17 +61,18 @@ typedef struct bar_core {
 	const char *bad;      /* why a write was refused (it failed the barrier) */
 	/* bitmap: this barrier's register and the bits of the next barrier
 	 * that came early, each in the relative ranks of its own barrier's
-	 * tree; have/next_have count their ones; wire: a request's bits */
-	uint64_t *bits, *next, *wire;
+	 * tree; have/next_have count their ones */
+	uint64_t *bits, *next;
 	int have, next_have, req_sent;
 	/* dissemination: rounds received (bit k), the round this rank is in */
 	uint64_t got, next_got;
 	int round;
 	int next_abort, next_abort_rank;
 	/* the window's layout: slots per parity half, each slot's sender,
-	 * its bitmap bits and offset (slot_off[2 nslots] = the length) */
+	 * whether it takes a request's run, and its offset (slot_off[2 nslots]
+	 * = the length) */
 	int nslots;
-	int *slot_from, *slot_bits;
+	int *slot_from, *slot_run;
 	size_t *slot_off;
 	bar_msg *out;
 	int nout, outcap;
@@ -87,14 +96,12 @@ int bar_core_slot_at(const bar_core *c, uint64_t off);
  * at the next sequence number), 0 while it is pending, -1 once it failed
  * (c->failed_rank says who; c->bad is set where a malformed write from
  * that rank failed it).  c->out holds the writes to make, in order; the
- * caller sends them and sets c->nout = 0 before the next call.  The
- * bitmap of a BAR_REQ is c->wire as it is now: send it before the next call.
- * arrive: rank `from` wrote into slot `slot`; h and the nbits bits that
- * followed it are what the slot holds now.
+ * caller sends them and sets c->nout = 0 before the next call.
+ * arrive: rank `from` wrote into slot `slot`; h and the run that followed
+ * it (NULL: the write was a header only) are what the slot holds now.
  */
 int bar_core_enter(bar_core *c);
-int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const uint64_t *bits,
-		    int nbits);
+int bar_core_arrive(bar_core *c, int from, int slot, const bar_hdr *h, const bar_run *run);
 /* This rank saw rank `who` fail: the barrier fails and tells its peers. */
 int bar_core_fail(bar_core *c, int who);
 /* The peers this rank waits on directly now (their link going down is a
@@ -103,20 +110,21 @@ int bar_core_waits_on(bar_core *c);
 
 /* ---- between barrier_core.c and the algorithm files ---- */
 struct bar_algo {
-	/* slots per parity half; slot j's sender and bitmap bits */
+	/* slots per parity half; slot j's sender, and whether it takes runs */
 	int (*nslots)(const bar_core *c);
-	void (*slot)(const bar_core *c, int j, int *from, int *bits);
+	void (*slot)(const bar_core *c, int j, int *from, int *run);
 	int (*maxpeers)(const bar_core *c);
 	int (*enter)(bar_core *c); /* own arrival; returns as bar_core_enter */
 	/* a write of this barrier (arrive) or of the next (early) into slot j
 	 * of the half its sequence parity names, from that slot's sender */
-	int (*arrive)(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits);
-	int (*early)(bar_core *c, int j, const bar_hdr *h, const uint64_t *bits, int nbits);
+	int (*arrive)(bar_core *c, int j, const bar_hdr *h, const bar_run *run);
+	int (*early)(bar_core *c, int j, const bar_hdr *h, const bar_run *run);
 	int (*waits_on)(const bar_core *c, bar_peer *peers);
 	int (*dependents)(const bar_core *c, bar_peer *peers); /* who waits on me */
 };
 extern const struct bar_algo bar_bitmap_algo, bar_dissem_algo;
-void bar_push(bar_core *c, bar_peer to, uint32_t kind, uint32_t aux, int nbits);
+/* run: a request's, or NULL */
+void bar_push(bar_core *c, bar_peer to, uint32_t kind, uint32_t aux, const bar_run *run);
 int bar_complete(bar_core *c);  /* returns 1 */
 /* A write that cannot come from a working peer: fails the barrier,
  * blaming its sender.  Returns -1. */

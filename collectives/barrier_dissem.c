@@ -43,7 +43,7 @@ static int advance(bar_core *c)
 	while (c->round < c->rounds && (c->got >> c->round & 1)) {
 		c->round++;
 		if (c->round < c->rounds)
-			bar_push(c, round_to(c, c->round), BAR_ROUND, (uint32_t)c->round, 0);
+			bar_push(c, round_to(c, c->round), BAR_ROUND, (uint32_t)c->round, NULL);
 	}
 	return c->round == c->rounds ? bar_complete(c) : 0;
 }
@@ -52,7 +52,7 @@ static int ds_enter(bar_core *c)
 {
 	c->round = 0;
 	if (c->rounds > 0)
-		bar_push(c, round_to(c, 0), BAR_ROUND, 0, 0);
+		bar_push(c, round_to(c, 0), BAR_ROUND, 0, NULL);
 	return advance(c);
 }
 
@@ -64,20 +64,18 @@ static int valid(bar_core *c, int k, const bar_hdr *h)
 	return bar_refuse(c, c->slot_from[k], "a write that is not its slot's round");
 }
 
-static int ds_arrive(bar_core *c, int k, const bar_hdr *h, const uint64_t *bits, int nbits)
+static int ds_arrive(bar_core *c, int k, const bar_hdr *h, const bar_run *run)
 {
-	(void)bits;
-	(void)nbits;
+	(void)run; /* its slots take none: the core refused any */
 	if (valid(c, k, h) < 0)
 		return -1;
 	c->got |= 1ull << k;
 	return c->entered ? advance(c) : 0;
 }
 
-static int ds_early(bar_core *c, int k, const bar_hdr *h, const uint64_t *bits, int nbits)
+static int ds_early(bar_core *c, int k, const bar_hdr *h, const bar_run *run)
 {
-	(void)bits;
-	(void)nbits;
+	(void)run;
 	if (valid(c, k, h) < 0)
 		return -1;
 	c->next_got |= 1ull << k;
@@ -106,10 +104,10 @@ static int ds_nslots(const bar_core *c)
 	return c->rounds;
 }
 
-static void ds_slot(const bar_core *c, int k, int *from, int *bits)
+static void ds_slot(const bar_core *c, int k, int *from, int *run)
 {
 	*from = source(c, k);
-	*bits = 0;
+	*run = 0;
 }
 
 static int ds_maxpeers(const bar_core *c)

@@ -22,6 +22,13 @@
  *       note comes before rank 1's writes of that barrier, on one link),
  *       rank 1's with OXR_ERR_PEER (rank 0 tells it) or a timeout, or
  *       it completes (rank 0 entered, and may have said so first).
+ *   coll_barrier_child forgerun bitmap   (2 ranks)
+ *       two barriers; then rank 1 writes rank 0 a request of the next,
+ *       barrier 2, in its own slot but with a run of 2 ranks where its
+ *       subtree has 1: rank 0's barrier 2 must fail with OXR_ERR_PROTO
+ *       naming rank 1 and the run; rank 1 enters only then (its own
+ *       request would overwrite the slot before rank 0 read it), and gets
+ *       OXR_ERR_PEER (rank 0 told it) or a timeout.
  *   coll_barrier_child reset ALGO
  *       ten barriers; then rank 0 revokes the group instead of entering the
  *       next, which must fail with OXR_ERR_REVOKED on every rank; then
@@ -165,6 +172,43 @@ static int forge(oxr_boot *boot, oxr_group *g, int algo)
 	return 0;
 }
 
+/* Barrier 2 is rooted at rank 0 whether the root moves (2 mod 2) or not,
+ * rank 1 is its child over the edge of length 1, and that edge's child slot
+ * is the first of the even barriers' half: a header (epoch, seq, kind
+ * BAR_REQ = 1, aux) and a run (first, count) at offset 0
+ * (collectives/barrier_core.h). */
+static int forge_run(oxr_boot *boot, oxr_group *g)
+{
+	uint32_t req[6] = { oxr_group_epoch(g), 2, 1, 0, 1, 2 };
+	oxr_barrier_t *b;
+	oxr_status_t st = OXR_OK;
+	int i;
+
+	CHECK(oxr_group_size(g) == 2, "forgerun runs on 2 ranks");
+	CHECK(oxr_barrier_create(g, OXR_BARRIER_BITMAP, &b) == OXR_OK, "barrier_create");
+	for (i = 0; i < 2; i++)
+		CHECK(oxr_barrier(b, 60000) == OXR_OK, "barrier %d", i);
+	CHECK(oxr_boot_barrier(boot) == OXR_OK, "boot barrier");
+	if (rank == 1) {
+		CHECK(oxr_put(g, 0, FIRST_BARRIER_WINDOW, 0, req, sizeof(req), 1) == OXR_OK,
+		      "the forged request");
+	} else {
+		st = oxr_barrier(b, 5000);
+		CHECK(st == OXR_ERR_PROTO && strstr(oxr_errmsg(), "malformed write from rank 1") &&
+			      strstr(oxr_errmsg(), "run past the end of its sender's subtree"),
+		      "barrier 2 after a forged run gave %d: %s", st, oxr_errmsg());
+	}
+	CHECK(oxr_boot_barrier(boot) == OXR_OK, "boot barrier");
+	if (rank == 1) {
+		st = oxr_barrier(b, 2000);
+		CHECK(st == OXR_ERR_PEER || st == OXR_ERR_TIMEOUT,
+		      "barrier 2 of the forger gave %d: %s", st, oxr_errmsg());
+	}
+	printf("rank %d: forgerun ok: %s: %s\n", rank, oxr_strerror(st), oxr_errmsg());
+	oxr_barrier_destroy(b);
+	return 0;
+}
+
 static int reset(oxr_boot *boot, oxr_group *g, int algo)
 {
 	oxr_barrier_t *b;
@@ -209,6 +253,8 @@ int main(int argc, char **argv)
 		rc = reset(boot, g, algo_of(argv[2]));
 	else if (!strcmp(argv[1], "forge") && argc == 3)
 		rc = forge(boot, g, algo_of(argv[2]));
+	else if (!strcmp(argv[1], "forgerun") && argc == 3 && !strcmp(argv[2], "bitmap"))
+		rc = forge_run(boot, g);
 	else if (!strcmp(argv[1], "dead") && argc == 4)
 		rc = dead(boot, g, algo_of(argv[2]), atoi(argv[3]));
 	else

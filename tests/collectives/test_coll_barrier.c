@@ -38,9 +38,9 @@ TestSuite(barrier, .timeout = 600);
 
 struct smsg {
 	struct smsg *next;
-	int from, to, slot, nbits;
+	int from, to, slot;
 	bar_hdr h;
-	uint64_t *bits; /* NULL: header only */
+	bar_run run; /* count 0: header only */
 };
 
 /* A link from one rank to another: its writes in flight, in order. */
@@ -49,9 +49,9 @@ struct slink {
 	struct smsg *head, *tail;
 };
 
-/* What a put's note says: who wrote how much where. */
+/* What a put's note says: who wrote how much (a run or not) where. */
 struct snote {
-	int slot, from, nbits;
+	int slot, from, has_run;
 };
 
 struct srank {
@@ -65,7 +65,7 @@ struct srank {
 };
 
 struct sim {
-	int n, algo, nw;
+	int n, algo;
 	struct srank *r;
 	struct slink *links; /* every link that carried a write */
 	int nlinks, caplinks;
@@ -78,7 +78,6 @@ struct sim {
 	long nbar;
 	uint64_t seed;
 	long real_sent, max_sent_one;
-	uint64_t *rbits;   /* a slot's bits, copied out as barrier.c does */
 };
 
 static uint64_t srnd(struct sim *s)
@@ -135,20 +134,14 @@ static int link_of(struct sim *s, int from, int to)
 }
 
 static void fly_push(struct sim *s, int from, int to, int slot, const bar_hdr *h,
-		     const uint64_t *bits, int nbits)
+		     bar_run run)
 {
 	int li = link_of(s, from, to); /* may move s->links */
 	struct slink *l = &s->links[li];
 	struct smsg *m = calloc(1, sizeof(*m));
-	size_t nb = 8 * (size_t)((nbits + 63) / 64);
 
 	cr_assert(m);
-	*m = (struct smsg){ .from = from, .to = to, .slot = slot, .nbits = nbits, .h = *h };
-	if (nbits) {
-		m->bits = malloc(nb);
-		cr_assert(m->bits);
-		memcpy(m->bits, bits, nb);
-	}
+	*m = (struct smsg){ .from = from, .to = to, .slot = slot, .h = *h, .run = run };
 	if (l->tail)
 		l->tail->next = m;
 	else
@@ -175,11 +168,11 @@ static void sim_flush(struct sim *s, int i)
 
 	for (k = 0; k < c->nout; k++) {
 		bar_msg *m = &c->out[k];
-		fly_push(s, i, m->to, m->slot, &m->h, c->wire, m->nbits);
+		fly_push(s, i, m->to, m->slot, &m->h, m->run);
 		s->real_sent++;
 		s->r[i].sent_this++;
 		if (srnd(s) % 8 == 0)
-			fly_push(s, i, m->to, m->slot, &m->h, c->wire, m->nbits);
+			fly_push(s, i, m->to, m->slot, &m->h, m->run);
 	}
 	c->nout = 0;
 }
@@ -200,8 +193,8 @@ static void sim_land(struct sim *s, int k)
 	struct slink *l = &s->links[s->act[k]];
 	struct smsg *m = l->head;
 	struct srank *t;
-	size_t nb = 8 * (size_t)((m->nbits + 63) / 64);
-	struct snote nt = { m->slot, m->from, m->nbits };
+	size_t nb = sizeof(bar_hdr) + (m->run.count ? sizeof(bar_run) : 0);
+	struct snote nt = { m->slot, m->from, m->run.count != 0 };
 
 	l->head = m->next;
 	if (!l->head) {
@@ -215,15 +208,14 @@ static void sim_land(struct sim *s, int k)
 	/* the transport takes a put that fits the window: it must fit its
 	 * slot, and the slot must be its sender's */
 	if (m->slot < 0 || m->slot >= 2 * t->c.nslots ||
-	    sizeof(bar_hdr) + nb > bar_core_slot_bytes(&t->c, m->slot) ||
+	    nb > bar_core_slot_bytes(&t->c, m->slot) ||
 	    t->c.slot_from[m->slot % t->c.nslots] != m->from)
 		cr_assert_fail("n=%d radix %d: rank %d wrote %zu bytes into slot %d of rank %d",
 			       s->n, t->c.radix, m->from, nb, m->slot, m->to);
 	memcpy(t->win + bar_core_slot_offset(&t->c, m->slot), &m->h, sizeof(bar_hdr));
-	if (m->bits)
-		memcpy(t->win + bar_core_slot_offset(&t->c, m->slot) + sizeof(bar_hdr), m->bits,
-		       nb);
-	free(m->bits);
+	if (m->run.count)
+		memcpy(t->win + bar_core_slot_offset(&t->c, m->slot) + sizeof(bar_hdr), &m->run,
+		       sizeof(bar_run));
 	free(m);
 	if (t->ntail == t->capnotes) {
 		/* compact, then grow */
@@ -282,12 +274,13 @@ static void sim_take(struct sim *s, int i, long barriers_each, long max_delay)
 	struct snote *nt = &r->notes[r->nhead++];
 	const uint8_t *at = r->win + bar_core_slot_offset(&r->c, nt->slot);
 	bar_hdr h;
+	bar_run run;
 	int st;
 
 	/* as barrier.c: the slot as it is now, copied out */
 	memcpy(&h, at, sizeof(h));
-	memcpy(s->rbits, at + sizeof(h), 8 * (size_t)((nt->nbits + 63) / 64));
-	st = bar_core_arrive(&r->c, nt->from, nt->slot, &h, s->rbits, nt->nbits);
+	memcpy(&run, at + sizeof(h), nt->has_run ? sizeof(run) : 0);
+	st = bar_core_arrive(&r->c, nt->from, nt->slot, &h, nt->has_run ? &run : NULL);
 	sim_flush(s, i);
 	if (st < 0)
 		cr_assert_fail("n=%d radix %d: rank %d failed with no failure (%s)", s->n,
@@ -298,15 +291,12 @@ static void sim_take(struct sim *s, int i, long barriers_each, long max_delay)
 
 /* Writes of an older epoch and of barriers before start_seq, at the head
  * of random links into random slots (by their senders: others' writes
- * fail the barrier): all must be ignored (an all-ones register, an
+ * fail the barrier): all must be ignored (a run of every rank, an
  * establishment, an abort, a round: any of them acted on breaks the run). */
 static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int count)
 {
-	uint64_t *ones = malloc((size_t)s->nw * 8);
 	int k;
 
-	cr_assert(ones);
-	memset(ones, 0xff, (size_t)s->nw * 8);
 	for (k = 0; k < count && s->n > 1; k++) {
 		int to = (int)(srnd(s) % (uint64_t)s->n);
 		const bar_core *t = &s->r[to].c;
@@ -317,10 +307,10 @@ static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int coun
 			h.epoch = epoch - 1 - (uint32_t)(srnd(s) % 3);
 		else
 			h.seq = start_seq - 1 - (uint32_t)(srnd(s) % 3);
-		fly_push(s, t->slot_from[slot % t->nslots], to, slot, &h, ones,
-			 t->slot_bits[slot % t->nslots]);
+		/* all ranks, where the slot takes a run */
+		fly_push(s, t->slot_from[slot % t->nslots], to, slot, &h,
+			 (bar_run){ 0, t->slot_run[slot % t->nslots] ? (uint32_t)s->n : 0 });
 	}
-	free(ones);
 }
 
 /* Runs barriers_each barriers on n simulated ranks; returns the real
@@ -328,7 +318,7 @@ static void sim_junk(struct sim *s, uint32_t epoch, uint32_t start_seq, int coun
 static void simulate(int algo, int n, int radix, int fixed_root, long barriers_each,
 		     long max_delay, uint64_t seed, long *per_barrier, long *max_one)
 {
-	struct sim s = { .n = n, .algo = algo, .nw = (n + 63) / 64, .seed = seed | 1 };
+	struct sim s = { .n = n, .algo = algo, .seed = seed | 1 };
 	const uint32_t epoch = 7, start_seq = 1000;
 	long steps = 0;
 	int i;
@@ -336,8 +326,7 @@ static void simulate(int algo, int n, int radix, int fixed_root, long barriers_e
 	s.r = calloc((size_t)n, sizeof(*s.r));
 	s.entered = calloc((size_t)barriers_each + 1, sizeof(long));
 	s.ready = calloc((size_t)n, sizeof(int));
-	s.rbits = calloc((size_t)s.nw, 8);
-	cr_assert(s.r && s.entered && s.ready && s.rbits);
+	cr_assert(s.r && s.entered && s.ready);
 	for (i = 0; i < n; i++) {
 		cr_assert_eq(bar_core_init(&s.r[i].c, algo, n, i, radix, epoch), 0);
 		s.r[i].c.seq = start_seq;
@@ -414,7 +403,6 @@ static void simulate(int algo, int n, int radix, int fixed_root, long barriers_e
 		free(s.r[i].notes);
 	}
 	free(s.r);
-	free(s.rbits);
 	free(s.entered);
 	free(s.links);
 	free(s.hash);
@@ -592,9 +580,9 @@ static size_t window_of(int n, int rank, int radix, int *slots)
 
 /*
  * The window is O(radix log n) slots, not 2n: per parity one slot per tree
- * edge label (d radix^l < n) and direction, each with one sender, and the
- * child slots' bitmaps add up to n-1 bits (the edges tile [1, n)); so
- * 80 E + (n-1)/4 bytes at most, E <= (radix-1) ceil(log_radix n) labels.
+ * edge label (d radix^l < n) and direction, each with one sender, and a
+ * request carries a run (first, count), not a bitmap; so 80 E bytes, E <=
+ * (radix-1) ceil(log_radix n) labels, whatever the ranks' bits add up to.
  */
 Test(barrier, window_is_radix_log_n_slots)
 {
@@ -608,37 +596,49 @@ Test(barrier, window_is_radix_log_n_slots)
 			int n = sizes[k], ranks[3] = { 0, n / 2, n - 1 }, q;
 			for (q = 0; q < 3; q++) {
 				bar_core c;
-				int j, e, sum = 0;
+				int j, e;
 				cr_assert_eq(bar_core_init(&c, BAR_ALG_BITMAP, n, ranks[q], radix, 1), 0);
 				e = c.nslots / 2;
 				cr_assert_leq(e, (radix - 1) * ceil_log(n, radix), "n=%d radix %d", n,
 					      radix);
 				for (j = 0; j < c.nslots; j++) {
 					cr_assert_neq(c.slot_from[j], ranks[q]);
-					if (j < e)
-						sum += c.slot_bits[j];
-					else
-						cr_assert_eq(c.slot_bits[j], 0);
+					/* requests (with runs) come up only */
+					cr_assert_eq(c.slot_run[j], j < e, "n=%d radix %d slot %d", n,
+						     radix, j);
 					if (j % e)
 						cr_assert_neq(c.slot_from[j], c.slot_from[j - 1],
 							      "n=%d radix %d: two slots, one sender",
 							      n, radix);
 				}
-				cr_assert_eq(sum, n - 1, "n=%d radix %d", n, radix);
-				cr_assert_leq(bar_core_window_bytes(&c), 80 * (size_t)e + (size_t)(n - 1) / 4 + 1,
-					      "n=%d radix %d: %zu bytes", n, radix,
-					      bar_core_window_bytes(&c));
+				cr_assert_eq(bar_core_window_bytes(&c), 80 * (size_t)e,
+					     "n=%d radix %d: %zu bytes", n, radix,
+					     bar_core_window_bytes(&c));
 				bar_core_free(&c);
 			}
 		}
 	/* the figures of barrier_bitmap.c's comment, at the default radix */
 	{
-		int s1, s2;
-		size_t w1 = window_of(1024, 7, 16, &s1), w2 = window_of(100000, 7, 16, &s2);
+		int s1, s2, s3;
+		size_t w1 = window_of(1024, 7, 16, &s1), w2 = window_of(100000, 7, 16, &s2),
+		       w3 = window_of(1 << 20, 7, 16, &s3);
 		cr_log_info("radix 16: 1,024 ranks %d slots %zu bytes; 100,000 ranks %d slots %zu "
-			    "bytes", s1, w1, s2, w2);
-		cr_assert_eq(w1, 2784);
-		cr_assert_eq(w2, 29328);
+			    "bytes; 2^20 ranks %d slots %zu bytes", s1, w1, s2, w2, s3, w3);
+		cr_assert_eq(w1, 2640);
+		cr_assert_eq(w2, 4880);
+		cr_assert_eq(w3, 6000);
+	}
+}
+
+/* Issue 22, item 5's goal: the registered window at most 64 KiB at 2^20
+ * ranks, whatever OXR_BARRIER_RADIX says (the most: radix 64, 15,360 B). */
+Test(barrier, window_at_2_to_the_20_ranks_is_at_most_64_KiB)
+{
+	int radix, slots;
+
+	for (radix = 2; radix <= 64; radix++) {
+		size_t w = window_of(1 << 20, 12345, radix, &slots);
+		cr_assert_leq(w, 65536, "radix %d: %zu bytes", radix, w);
 	}
 }
 
@@ -664,22 +664,43 @@ static int owned(const bar_core *c, int from, int parity, int as_parent)
 	return -1;
 }
 
-/* The write fails the barrier, blaming its writer, with a reason, and
- * the neighbours are told. */
-static void refused(int algo, int rank, int from, int slot, bar_hdr h, int nbits,
-		    const char *what)
+/* The write fails the barrier, blaming its writer, with a reason (that
+ * one, where `why` is not NULL), and the neighbours are told. */
+static void refused_for(int algo, int rank, int from, int slot, bar_hdr h, const bar_run *run,
+			const char *what, const char *why)
 {
-	static const uint64_t ones[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
 	bar_core c;
 	int st;
 
 	entered_core(&c, algo, 100, rank, 4);
-	st = bar_core_arrive(&c, from, slot, &h, ones, nbits);
+	st = bar_core_arrive(&c, from, slot, &h, run);
 	cr_assert_eq(st, -1, "%s: taken", what);
 	cr_assert(c.bad, "%s: no reason given", what);
+	cr_assert(!why || !strcmp(c.bad, why), "%s: refused as %s", what, c.bad);
 	cr_assert_eq(c.failed_rank, from, "%s: blames %d", what, c.failed_rank);
 	cr_assert_gt(c.nout, 0, "%s: nobody told", what);
 	cr_log_info("%s: %s", what, c.bad);
+	bar_core_free(&c);
+}
+
+static void refused(int algo, int rank, int from, int slot, bar_hdr h, const bar_run *run,
+		    const char *what)
+{
+	refused_for(algo, rank, from, slot, h, run, what, NULL);
+}
+
+/* The one write of these that a working peer sends, taken: `have` (or
+ * next_have, for a request of the next barrier) counts its new bits. */
+static void taken(int rank, int from, int slot, bar_hdr h, bar_run run, int have,
+		  int next_have)
+{
+	bar_core c;
+
+	entered_core(&c, BAR_ALG_BITMAP, 100, rank, 4);
+	cr_assert_eq(bar_core_arrive(&c, from, slot, &h, &run), 0);
+	cr_assert_null(c.bad);
+	cr_assert_eq(c.have, have);
+	cr_assert_eq(c.next_have, next_have);
 	bar_core_free(&c);
 }
 
@@ -687,7 +708,7 @@ Test(barrier, a_malformed_write_fails_the_barrier_naming_its_writer)
 {
 	bar_core c;
 	const uint32_t REQ = BAR_REQ, EST = BAR_EST;
-	uint64_t one = 1;
+	const bar_run r5 = { 5, 1 };
 	bar_hdr h = { 1, 0, REQ, 0 };
 	int s5, s0, half;
 
@@ -697,29 +718,80 @@ Test(barrier, a_malformed_write_fails_the_barrier_naming_its_writer)
 	s0 = owned(&c, 0, 0, 1);
 	half = c.nslots;
 	cr_assert(s5 >= 0 && s0 >= 0);
-	/* the real thing, for contrast */
-	cr_assert_eq(bar_core_arrive(&c, 5, s5, &h, &one, 1), 0);
-	cr_assert_eq(c.have, 2);
-	cr_assert_null(c.bad);
 	bar_core_free(&c);
+	/* the real thing, for contrast */
+	taken(4, 5, s5, h, r5, 2, 0);
 
-	refused(BAR_ALG_BITMAP, 4, 9, s5, (bar_hdr){ 1, 0, REQ, 0 }, 1, "another rank's slot");
-	refused(BAR_ALG_BITMAP, 4, 5, -1, (bar_hdr){ 1, 0, REQ, 0 }, 1, "slot -1");
-	refused(BAR_ALG_BITMAP, 4, 5, 2 * half, (bar_hdr){ 1, 0, REQ, 0 }, 1, "a slot past the end");
-	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 0, REQ, 0 }, 1,
+	refused(BAR_ALG_BITMAP, 4, 9, s5, (bar_hdr){ 1, 0, REQ, 0 }, &r5, "another rank's slot");
+	refused(BAR_ALG_BITMAP, 4, 5, -1, (bar_hdr){ 1, 0, REQ, 0 }, &r5, "slot -1");
+	refused(BAR_ALG_BITMAP, 4, 5, 2 * half, (bar_hdr){ 1, 0, REQ, 0 }, &r5,
+		"a slot past the end");
+	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 0, REQ, 0 }, &r5,
 		"barrier 0 in the odd barriers' half");
-	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, REQ, 0 }, 0, "a request without bits");
-	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, REQ, 0 }, 1, "a request from the parent");
-	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, EST, 0 }, 0, "an establishment unasked");
-	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 2, REQ, 0 }, 1, "barrier 2 in barrier 0");
-	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, BAR_ABORT, 100 }, 0,
+	refused_for(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, REQ, 0 }, NULL,
+		    "a request without a run", "a request without its run of ranks");
+	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, REQ, 0 }, NULL, "a request from the parent");
+	refused(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, EST, 0 }, NULL, "an establishment unasked");
+	refused_for(BAR_ALG_BITMAP, 4, 0, s0, (bar_hdr){ 1, 0, EST, 0 }, &r5,
+		    "a run in a parent's slot", "a run in a slot that takes none");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 2, REQ, 0 }, &r5, "barrier 2 in barrier 0");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, BAR_ABORT, 100 }, NULL,
 		"an abort naming rank 100 of 100");
-	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, 99, 0 }, 1, "kind 99");
+	refused(BAR_ALG_BITMAP, 4, 5, s5, (bar_hdr){ 1, 0, 99, 0 }, &r5, "kind 99");
 	/* barrier 1 is rooted at rank 1: rank 4 (relative 3) has no children */
-	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 1, REQ, 0 }, 1,
+	refused(BAR_ALG_BITMAP, 4, 5, s5 + half, (bar_hdr){ 1, 1, REQ, 0 }, &r5,
 		"an early request from a non-child");
 	/* dissemination: rank 3's slot 0 is round 0's, from rank 2 */
-	refused(BAR_ALG_DISSEM, 3, 2, 0, (bar_hdr){ 1, 0, BAR_ROUND, 2 }, 0, "round 2 in slot 0");
+	refused(BAR_ALG_DISSEM, 3, 2, 0, (bar_hdr){ 1, 0, BAR_ROUND, 2 }, NULL, "round 2 in slot 0");
+}
+
+/*
+ * A request's run must be its sender's whole subtree: rank 4 of 100 at
+ * radix 4 reports relative ranks [4, 8) to the root (barrier 0, rank 0),
+ * and in barrier 1 (rooted at rank 1) rank 5 reports the same relative
+ * ranks to rank 1, early while rank 1 is still in barrier 0.  Any other
+ * run fails the barrier naming rank 4 (or 5): outside the subtree, past
+ * it, short of it, empty, or wrapping 32 bits.
+ */
+Test(barrier, a_request_with_a_wrong_run_fails_the_barrier_naming_its_writer)
+{
+	static const char *const EMPTY = "a request of an empty run",
+			  *const OUT = "a run starting outside its sender's subtree",
+			  *const PAST = "a run past the end of its sender's subtree",
+			  *const SHORT = "a run short of its sender's whole subtree";
+	static const struct { bar_run run; const char *what, *why; } bad[] = {
+		{ { 4, 0 }, "an empty run", EMPTY },
+		{ { 4, 5 }, "a count too large", PAST },
+		{ { 7, 2 }, "a run past the subtree's end", PAST },
+		{ { 3, 4 }, "a start before the subtree", OUT },
+		{ { 0, 8 }, "a start at the root", OUT },
+		{ { 8, 1 }, "a start past the subtree", OUT },
+		{ { 4, 3 }, "a run short of the subtree", SHORT },
+		{ { 5, 3 }, "a run starting inside, short of the subtree", SHORT },
+		{ { 4, UINT32_MAX }, "a count wrapping 32 bits", PAST },
+		{ { UINT32_MAX, 5 }, "a start wrapping 32 bits", OUT },
+		{ { 104, 4 }, "a start past the group", OUT },
+	};
+	const uint32_t REQ = BAR_REQ;
+	bar_core c;
+	int s4, s5odd;
+	size_t k;
+
+	entered_core(&c, BAR_ALG_BITMAP, 100, 0, 4);
+	s4 = owned(&c, 4, 0, 0);
+	bar_core_free(&c);
+	entered_core(&c, BAR_ALG_BITMAP, 100, 1, 4);
+	s5odd = owned(&c, 5, 1, 0);
+	bar_core_free(&c);
+	cr_assert(s4 >= 0 && s5odd >= 0);
+	taken(0, 4, s4, (bar_hdr){ 1, 0, REQ, 0 }, (bar_run){ 4, 4 }, 1 + 4, 0);
+	taken(1, 5, s5odd, (bar_hdr){ 1, 1, REQ, 0 }, (bar_run){ 4, 4 }, 1, 4);
+	for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		refused_for(BAR_ALG_BITMAP, 0, 4, s4, (bar_hdr){ 1, 0, REQ, 0 }, &bad[k].run,
+			    bad[k].what, bad[k].why);
+		refused_for(BAR_ALG_BITMAP, 1, 5, s5odd, (bar_hdr){ 1, 1, REQ, 0 }, &bad[k].run,
+			    bad[k].what, bad[k].why);
+	}
 }
 
 /* Random writes: none crashes (ASan builds check the reads), each is
@@ -727,24 +799,25 @@ Test(barrier, a_malformed_write_fails_the_barrier_naming_its_writer)
 Test(barrier, random_writes_are_taken_ignored_or_refused)
 {
 	struct sim rs = { .seed = test_seed() };
-	uint64_t bits[8];
 	int k;
 
 	for (k = 0; k < 20000; k++) {
 		int algo = k % 2 ? BAR_ALG_BITMAP : BAR_ALG_DISSEM;
-		int n = 1 + (int)(srnd(&rs) % 300), st, slot, from, nbits;
+		int n = 1 + (int)(srnd(&rs) % 300), st, slot, from;
 		bar_core c;
 		bar_hdr h;
+		bar_run run;
 		entered_core(&c, algo, n, (int)(srnd(&rs) % (uint64_t)n), 2 + (int)(k % 63));
 		slot = (int)(srnd(&rs) % (uint64_t)(2 * c.nslots + 3)) - 1;
 		from = srnd(&rs) % 4 && slot >= 0 && slot < 2 * c.nslots ?
 			       c.slot_from[slot % c.nslots] : (int)(srnd(&rs) % (uint64_t)(n + 2)) - 1;
 		h = (bar_hdr){ (uint32_t)(srnd(&rs) % 3), c.seq + (uint32_t)(srnd(&rs) % 4) - 1,
 			       (uint32_t)(srnd(&rs) % 6), (uint32_t)(srnd(&rs) % (uint64_t)(n + 2)) };
-		nbits = (int)(srnd(&rs) % (8 * 64));
-		for (st = 0; st < 8; st++)
-			bits[st] = srnd(&rs);
-		st = bar_core_arrive(&c, from, slot, &h, bits, nbits);
+		/* near the group's ranks mostly, anywhere sometimes */
+		run = srnd(&rs) % 8 ? (bar_run){ (uint32_t)(srnd(&rs) % (uint64_t)(n + 2)),
+						  (uint32_t)(srnd(&rs) % (uint64_t)(n + 2)) }
+				    : (bar_run){ (uint32_t)srnd(&rs), (uint32_t)srnd(&rs) };
+		st = bar_core_arrive(&c, from, slot, &h, srnd(&rs) % 4 ? &run : NULL);
 		cr_assert(st == 0 || st == 1 || (st == -1 && (c.bad || h.kind == BAR_ABORT)),
 			  "write %d: %d", k, st);
 		bar_core_free(&c);
@@ -845,21 +918,26 @@ PROVIDER_TEST(barrier, a_dead_peer_fails_the_barrier_everywhere)
 	run_dead(pv, 7, "dissemination", 0);
 }
 
-static void run_forge(const struct provider *pv, const char *algo)
+/* mode: forge (a write where no slot is) or forgerun (a request's run) */
+static void run_forge(const struct provider *pv, const char *mode, const char *algo)
 {
-	const char *child[] = { CHILD, "forge", algo, NULL };
+	const char *child[] = { CHILD, mode, algo, NULL };
 	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
 	struct run r = run_ranks(2, 0, child, env, 120);
+	char line[32];
 
-	cr_assert_eq(r.rc, 0, "%s: exit %d\nstdout:\n%s\nstderr:\n%s", algo, r.rc, r.out, r.err);
-	expect_rank_lines(&r, 2, "forge ok: ");
+	cr_assert_eq(r.rc, 0, "%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", mode, algo, r.rc, r.out,
+		     r.err);
+	snprintf(line, sizeof(line), "%s ok: ", mode);
+	expect_rank_lines(&r, 2, line);
 	run_free(&r);
 }
 
 PROVIDER_TEST(barrier, a_forged_write_fails_the_barrier_naming_its_writer)
 {
-	run_forge(pv, "bitmap");
-	run_forge(pv, "dissemination");
+	run_forge(pv, "forge", "bitmap");
+	run_forge(pv, "forge", "dissemination");
+	run_forge(pv, "forgerun", "bitmap");
 }
 
 static void run_reset(const struct provider *pv, int n, const char *algo)
