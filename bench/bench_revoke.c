@@ -7,7 +7,9 @@
  * clock for all: propagation = last observation - the revoke call; reset =
  * last reset end - first reset start.  Rank 0 prints medians and maxima,
  * and the REVOKE frames a rank sent per revoke (oxr_group_counters, the
- * measured rounds only): the maximum and the mean over the ranks.
+ * measured rounds only): the maximum and the mean over the ranks, and the
+ * maximum over the ranks but 0 (rank 0 gathers the times, so it holds a
+ * link to every rank, and a reset on demand sends the revoke on each).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ int main(int argc, char **argv)
 	oxr_group *g;
 	oxr_arena *a;
 	oxr_status_t st;
-	double *prop, *reset, fmax = 0, fsum = 0;
+	double *prop, *reset, fmax = 0, fsum = 0, fothers = 0;
 	oxr_group_counters c0, c1;
 
 	if ((st = oxr_boot_open(&b)) || (st = oxr_ctx_create(&c)) || (st = oxr_group_boot(c, b, &g)) ||
@@ -94,6 +96,7 @@ int main(int argc, char **argv)
 				first = u[1] < first ? u[1] : first;
 				end = u[2] > end ? u[2] : end;
 				fmax = u[3] > fmax ? u[3] : fmax;
+				fothers = u[3] > fothers ? u[3] : fothers;
 				fsum += u[3];
 			}
 			if (it >= 0) {
@@ -113,9 +116,10 @@ int main(int argc, char **argv)
 		qsort(prop, (size_t)iters, sizeof(*prop), oxr_bench_cmp_double);
 		qsort(reset, (size_t)iters, sizeof(*reset), oxr_bench_cmp_double);
 		printf("revoke %-5s ranks %4d  rounds %4d  propagation median %9.1f us max %9.1f us  "
-		       "reset median %9.1f us max %9.1f us  frames a rank max %.1f mean %.2f (%s)\n",
+		       "reset median %9.1f us max %9.1f us  frames a rank max %.1f mean %.2f, ranks > 0 "
+		       "max %.1f (%s)\n",
 		       oxr_ctx_transport(c), n, iters, prop[iters / 2], prop[iters - 1],
-		       reset[iters / 2], reset[iters - 1], fmax, fsum / n,
+		       reset[iters / 2], reset[iters - 1], fmax, fsum / n, fothers,
 		       oxr_group_links_on_demand(g) ? "links on demand" : "eager links");
 	}
 	free(prop);
