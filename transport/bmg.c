@@ -109,6 +109,15 @@ int oxr_bmg_partners(int rank, int n, int *out, int max)
 	return cnt;
 }
 
+/* Membership in the set above without listing it (provider.h): peer is
+ * 2^k away one way round or the other. */
+int oxr_rank_is_partner(int rank, int peer, int size)
+{
+	unsigned d = (unsigned)(rank > peer ? rank - peer : peer - rank), e = (unsigned)size - d;
+
+	return (d & (d - 1)) == 0 || (e & (e - 1)) == 0;
+}
+
 void oxr_bmg_start(struct oxr_bmg *b, int rank, int n, int from, oxr_bmg_dead_fn dead, void *arg)
 {
 	int i, ns = oxr_bmg_slots(n);

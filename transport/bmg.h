@@ -34,6 +34,8 @@ int oxr_bmg_partner(int rank, int n, int k, int dir);
 /* The overlay: the ranks 2^k away either way, each once, not `rank`,
  * fewer than max (max >= 2) when out is short.  Returns how many. */
 int oxr_bmg_partners(int rank, int n, int *out, int max);
+/* 1 if peer is one of them (providers see it through provider.h). */
+int oxr_rank_is_partner(int rank, int peer, int size);
 
 /* The broadcast reached `rank` from `from` (-1: it starts here): every slot
  * at its first rank not known dead; those at `from` have the frame. */

@@ -121,13 +121,6 @@ struct link *oxr_link_used(oxr_group *g, int i)
 	return g->links[g->used[i]];
 }
 
-int oxr_rank_is_partner(int rank, int peer, int size)
-{
-	unsigned d = (unsigned)(rank > peer ? rank - peer : peer - rank), e = (unsigned)size - d;
-
-	return (d & (d - 1)) == 0 || (e & (e - 1)) == 0;
-}
-
 void *oxr_link_priv(const struct link *l)
 {
 	return l->priv;

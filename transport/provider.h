@@ -187,8 +187,9 @@ struct link *oxr_link_at(oxr_group *g, int peer);
 int oxr_links_used(const oxr_group *g);
 struct link *oxr_link_used(oxr_group *g, int i);
 /* 1 when the collectives talk to peer straight: ranks 2^i apart either way
- * round the group (binomial trees, dissemination, the crystal router): the
- * links a provider gives its fast path first. */
+ * round the group (binomial trees, dissemination, the crystal router; the
+ * revoke's overlay, bmg.c, which defines it): the links a provider gives
+ * its fast path first. */
 int oxr_rank_is_partner(int rank, int peer, int size);
 /* the half of the provider that carries l: a group may mix providers, so
  * check oxr_link_ops_of(l) is yours before taking it */
