@@ -167,6 +167,7 @@ static void adopt(struct oxr_hs *h, uint32_t e)
 
 static void hello_tail(struct oxr_hs *h)
 {
+	h->told_epoch = h->g->epoch;
 	out_u32(h, h->g->epoch);
 	out_u32(h, 0); /* flags: none yet */
 	out_add(h, h->g->ctx->host_id, 16);
@@ -351,8 +352,13 @@ static oxr_status_t c_hello(struct oxr_hs *h)
 	}
 	h->peer_epoch = get_u32(a + 64);
 	h->same_host = !memcmp(a + 72, g->ctx->host_id, 16);
-	/* a peer behind takes this epoch or refuses (a_proof) */
-	if (h->peer_epoch > g->epoch && !can_adopt(g)) {
+	/* a peer behind takes this epoch or refuses (a_proof); but one that
+	 * checked this rank's hello while it told an epoch this rank has left
+	 * since (a reset ended meanwhile) would open the link across that
+	 * reset, owing a ball this rank never sends: it waits for the peer's
+	 * reset to end, and tries again */
+	if ((h->peer_epoch < g->epoch && g->epoch != h->told_epoch) ||
+	    (h->peer_epoch > g->epoch && !can_adopt(g))) {
 		h->refused = OXR_REF_BUSY;
 		return oxr_err(OXR_ERR_AUTH, "rank %d at %s is in epoch %u, this rank in %u",
 			       h->peer, h->addr, h->peer_epoch, g->epoch);
@@ -429,7 +435,6 @@ static oxr_status_t a_hello(struct oxr_hs *h)
 	h->same_host = !memcmp(c + 44, g->ctx->host_id, 16);
 	if (h->peer_epoch > g->epoch && !can_adopt(g))
 		return refuse(h, OXR_REF_BUSY, HELLO_A, (int)claimed);
-	h->told_epoch = g->epoch;
 	h->out_len = h->out_off = 0;
 	out_add(h, "OXRA", 4);
 	out_u32(h, HS_VERSION);

@@ -51,7 +51,7 @@ struct oxr_hs {
 	const struct oxr_link_ops *ops;
 	void *priv;          /* the result: what carries the stream */
 	int refused;         /* the peer's refusal reason, when it sent one */
-	uint32_t told_epoch; /* acceptor: the epoch its hello told */
+	uint32_t told_epoch; /* the epoch this side's hello told */
 	char why[200];       /* acceptor: the refusal it sends */
 	char cfail[200];     /* why this side's half did not connect, for the error */
 	int slot;            /* its index in g->hs (link_demand.c), -1 outside */

@@ -475,6 +475,35 @@ static int all_balls(void *arg)
 	return agreed(b) && all && !oxr_demand_committed(g);
 }
 
+/* What a reset that timed out still waits for, for its message: the
+ * balls owed (the first few ranks), the agreement round, a handshake. */
+static void reset_waits(oxr_group *g, const struct balls *b, char *buf, size_t len)
+{
+	size_t at = 0;
+	int i, owed = 0, k = b->rounds;
+
+#define SAY(...) (at += (size_t)snprintf(buf + at, at < len ? len - at : 0, __VA_ARGS__))
+	buf[0] = 0;
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		const struct link *l = g->links[p];
+		if (!link_up(l) || !ball_in(g, p) || l->ball_seen)
+			continue;
+		if (owed++ < 8)
+			SAY("%s%d", owed == 1 ? "the balls of ranks " : ", ", p);
+	}
+	if (owed > 8)
+		SAY(" (%d in all)", owed);
+	if (k > 0 && k <= agree_rounds(g) && !(g->agree_got[g->epoch & 1] & 1u << (k - 1)))
+		SAY("%sround %d of the agreement from rank %d", at ? "; " : "", k - 1,
+		    agree_partner(g, k - 1, -1));
+	if (oxr_demand_committed(g))
+		SAY("%sa link whose handshake passed its epoch check", at ? "; " : "");
+	if (!at)
+		SAY("links to agreement partners still opening");
+#undef SAY
+}
+
 /* Links on demand: the revoke went over the overlay, and p's link may be
  * none of it; the ball must not reach a rank that has not heard of the
  * revoke: it would take the ball for a message. */
@@ -537,6 +566,12 @@ oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms)
 	g->balls_phase = 1;
 	if (st == OXR_OK)
 		st = oxr_progress_until(g, all_balls, &b, timeout_ms);
+	if (st == OXR_ERR_TIMEOUT) {
+		char what[256];
+		reset_waits(g, &b, what, sizeof(what));
+		st = oxr_err(OXR_ERR_TIMEOUT, "reset: rank %d still waits after %d ms for %s",
+			     g->rank, timeout_ms, what);
+	}
 	g->balls_phase = 0;
 	if (st == OXR_OK && b.st)
 		st = oxr_err(b.st, "%s", b.msg);
