@@ -11,6 +11,9 @@
  * its own and no link failed, it decides alive and sends COMMIT(alive);
  * otherwise alive becomes the intersection of what came, minus the failed,
  * and round r + 1 starts.  A COMMIT ends the protocol with its set at once.
+ * A proposal that leaves a rank out fails that rank's link here as well
+ * (the sender saw it fail, and failures are final): no survivor waits for
+ * a dead rank only another survivor's detector found.
  *
  * Invariant: all deciders decide the same set.  Each rank sends one set
  * per round to all, so a rank that decides in round r saw the same set S
@@ -61,6 +64,27 @@ static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, con
 	return oxr_queue_internal(g, peer, &m);
 }
 
+/* A proposal leaves out only ranks its sender saw fail (or heard of from
+ * one that did), and a failure is final: this rank takes its word.  The
+ * heartbeat's ring finds a second failure on one rank only (the watcher)
+ * and announces only the first of an epoch; without this a survivor would
+ * wait the whole timeout for the proposal of a dead rank whose link never
+ * broke (a host powered off: two dead ranks, one watcher). */
+static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
+{
+	char why[96];
+	int i;
+
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		if (p == g->rank || p == from || has(map, p) || !link_up(g->links[p]))
+			continue;
+		snprintf(why, sizeof(why), "rank %d failed (rank %d's shrink proposal left it out)",
+			 p, from);
+		oxr_link_mark_failed(g, p, why);
+	}
+}
+
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
 	const oxr_cmo *o = m->cmo;
@@ -93,8 +117,10 @@ oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	if (!*slot && !(*slot = malloc(map_bytes(g))))
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
 	memcpy(*slot, o->kids[3]->data, map_bytes(g));
-	if (kind == PROPOSE)
+	if (kind == PROPOSE) {
 		l->sh_round[round & 1] = round + 1; /* 0: nothing yet */
+		left_out_failed(g, l->peer, *slot);
+	}
 	return OXR_OK;
 bad:
 	return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed shrink", l->peer);
@@ -119,6 +145,29 @@ static int round_done(void *arg)
 		    g->links[p]->sh_round[x->round & 1] != x->round + 1)
 			return 0;
 	return 1;
+}
+
+/* Names whom the round still waits for: ranks alive to their links that
+ * sent nothing, which is a stopped or cut-off rank no detector caught. */
+static oxr_status_t round_timeout(const struct round_wait *x, int timeout_ms)
+{
+	const oxr_group *g = x->g;
+	char who[96];
+	size_t at = 0;
+	int p, owed = 0;
+
+	who[0] = 0;
+	for (p = 0; p < g->size; p++)
+		if (p != g->rank && has(x->alive, p) && link_up(link_peek(g, p)) &&
+		    g->links[p]->sh_round[x->round & 1] != x->round + 1 && owed++ < 8)
+			at += (size_t)snprintf(who + at, at < sizeof(who) ? sizeof(who) - at : 0,
+					       "%s%d", owed == 1 ? "" : ", ", p);
+	if (owed > 8)
+		snprintf(who + at, at < sizeof(who) ? sizeof(who) - at : 0, " (%d in all)", owed);
+	return oxr_err(OXR_ERR_TIMEOUT, "shrink: rank %d still waits after %d ms for round %d's "
+		       "proposal of rank%s %s, whose link%s up (a rank stopped, not dead: "
+		       "OXR_HEARTBEAT_MS finds it)", g->rank, timeout_ms, x->round,
+		       owed > 1 ? "s" : "", who, owed > 1 ? "s are" : " is");
 }
 
 static void free_shrink_state(oxr_group *g)
@@ -150,7 +199,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 			    (st = send_shrink(g, p, round, PROPOSE, alive)))
 				return st;
 		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
-			return st;
+			return st == OXR_ERR_TIMEOUT ? round_timeout(&x, timeout_ms) : st;
 		if (g->sh_commit) {
 			memcpy(alive, g->sh_commit, map_bytes(g));
 			break;

@@ -16,7 +16,8 @@
  *   link ever breaks; the heartbeat must find it.  The others wait for it,
  *   fail naming it, shrink, pass a token round, and rank 0 kills it.
  *   Prints `rank R: heartbeat ok (T ms)`, plus `rank R: found it` on a rank
- *   whose own heartbeat saw the silence first.
+ *   whose own heartbeat saw the silence first.  `stop K`: the last K ranks
+ *   stop (a host powered off); rank 0's ring finds them one after the other.
  *   revoke_child revoker: rank 0 revokes and resets at once while every
  *   other rank waits for a message from rank 0: each wait must end revoked,
  *   never with rank 0's reset ball (with links on demand the ball comes
@@ -168,19 +169,36 @@ static int idle_mode(oxr_group *g, oxr_arena *a, int n, int ms)
 	return 0;
 }
 
-static int stop_mode(oxr_group *g, oxr_arena *a, int n)
+/* The state letter of /proc/PID/stat (T: stopped, Z: dead, not reaped). */
+static char proc_state(long pid)
+{
+	char path[64], buf[512], *rp;
+	FILE *f;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return '?';
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+static int stop_mode(oxr_group *g, oxr_arena *a, int n, int k)
 {
 	oxr_ox_msg out = { .tag = OXR_OX_DATA };
 	oxr_rmsg *m = NULL;
 	char want[32];
-	long t0, victim = 0;
+	long t0, victim[8] = { 0 };
 	oxr_status_t st;
-	int fd;
+	int fd, i;
 
-	if (rank == n - 1) {
+	CHECK(k >= 1 && k <= 8 && k < n, "stop K: 1 to 8 ranks, fewer than the group");
+	if (rank >= n - k) {
 		pid_t self = getpid();
 		if (fork() == 0) { /* a safety net only: rank 0 kills it first */
-			int i;
 			for (fd = 0; fd < 1024; fd++) /* no link, no pipe of oxr-run kept open */
 				close(fd);
 			for (i = 0; i < 200 && getppid() == self; i++)
@@ -193,9 +211,9 @@ static int stop_mode(oxr_group *g, oxr_arena *a, int n)
 		raise(SIGSTOP);
 		return 1; /* never: it is killed while stopped */
 	}
-	if (rank == 0) {
-		CHECK(oxr_recv(g, n - 1, 20000, &m) == OXR_OK, "the victim's pid");
-		victim = m->msg.cmo->v.i32;
+	for (i = 0; rank == 0 && i < k; i++) {
+		CHECK(oxr_recv(g, n - 1 - i, 20000, &m) == OXR_OK, "the victims' pids");
+		victim[i] = m->msg.cmo->v.i32;
 		oxr_rmsg_free(m);
 	}
 	t0 = (long)(now_us() / 1000);
@@ -206,12 +224,16 @@ static int stop_mode(oxr_group *g, oxr_arena *a, int n)
 	if (strstr(oxr_errmsg(), "sent nothing"))
 		printf("rank %d: found it\n", rank);
 	t0 = (long)(now_us() / 1000) - t0;
-	CHECK(oxr_group_shrink(g, 20000) == OXR_OK, "shrink");
-	CHECK(oxr_group_size(g) == n - 1, "the survivors");
+	CHECK(oxr_group_shrink(g, 20000) == OXR_OK, "shrink: %s", oxr_errmsg());
+	CHECK(oxr_group_size(g) == n - k, "the survivors");
 	if (ring(g, a))
 		return 1;
-	if (rank == 0) {
-		kill((pid_t)victim, SIGKILL);
+	for (i = 0; rank == 0 && i < k; i++) {
+		/* still stopped: the survivors found it, its death (the safety
+		 * net's SIGKILL, 20 s on) did not end their waits */
+		CHECK(proc_state(victim[i]) == 'T', "rank %d is still stopped, not '%c'", n - 1 - i,
+		      proc_state(victim[i]));
+		kill((pid_t)victim[i], SIGKILL);
 		(void)waitpid(-1, NULL, WNOHANG);
 	}
 	printf("rank %d: heartbeat ok (%ld ms)\n", rank, t0);
@@ -237,7 +259,7 @@ int main(int argc, char **argv)
 			 !strcmp(argv[1], "stop") || !strcmp(argv[1], "idle") ||
 			 !strcmp(argv[1], "revoker"))) {
 		int rc = !strcmp(argv[1], "kill")   ? kill_mode(g, n)
-			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n)
+			 : !strcmp(argv[1], "stop") ? stop_mode(g, a, n, argc > 2 ? atoi(argv[2]) : 1)
 			 : !strcmp(argv[1], "idle") ? idle_mode(g, a, n, argc > 2 ? atoi(argv[2]) : 2000)
 			 : !strcmp(argv[1], "revoker") ? revoker_mode(g, a)
 						    : shrink_mode(g, a, n);
