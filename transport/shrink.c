@@ -50,13 +50,14 @@ static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, con
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_SHRINK };
 	int i;
 
+	const int32_t head[4] = { (int32_t)g->epoch, (int32_t)g->sh_gen, round, kind };
+
 	oxr_arena_reset(g->scratch);
-	m.cmo = oxr_cmo_new_list(g->scratch, 4);
-	for (i = 0; m.cmo && i < 3; i++)
-		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, i == 0 ? (int32_t)g->epoch
-								   : i == 1 ? round : kind)))
+	m.cmo = oxr_cmo_new_list(g->scratch, 5);
+	for (i = 0; m.cmo && i < 4; i++)
+		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, head[i])))
 			m.cmo = NULL;
-	if (m.cmo && !(m.cmo->kids[3] = oxr_cmo_new_bytes(g->scratch, OXR_CMO_DATUM, map,
+	if (m.cmo && !(m.cmo->kids[4] = oxr_cmo_new_bytes(g->scratch, OXR_CMO_DATUM, map,
 							  map_bytes(g))))
 		m.cmo = NULL;
 	if (!m.cmo)
@@ -77,7 +78,9 @@ static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
 
 	for (i = 0; i < g->nused; i++) {
 		int p = g->used[i];
-		if (p == g->rank || p == from || has(map, p) || !link_up(g->links[p]))
+		/* one still opening too: open_all waits for it (a stopped rank
+		 * takes the connection and never answers the handshake) */
+		if (p == g->rank || p == from || has(map, p) || link_down(g->links[p]))
 			continue;
 		snprintf(why, sizeof(why), "rank %d failed (rank %d's shrink proposal left it out)",
 			 p, from);
@@ -85,40 +88,65 @@ static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
 	}
 }
 
+/* The next agreement's round 0 from a rank that decided this one (its
+ * COMMIT came first on the link) while this rank has not yet: kept for
+ * renumber(), which starts the next agreement's slots with it. */
+static oxr_status_t keep_next(oxr_group *g, struct link *l, const oxr_cmo *map)
+{
+	if (l->sh_next)
+		return oxr_err(OXR_ERR_PROTO, "rank %d sent two proposals ahead of rank %d's "
+			       "shrink", l->peer, g->rank);
+	if (!(l->sh_next = malloc(map->len ? map->len : 1)))
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	memcpy(l->sh_next, map->data, map->len);
+	l->sh_next_len = map->len;
+	return OXR_OK;
+}
+
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
 	const oxr_cmo *o = m->cmo;
-	int32_t epoch, round, kind;
+	int32_t v[4];
 	uint8_t **slot;
 	int i;
 
 	if (l->mode != OXR_LINK_AUTH)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr shrink on an OpenXM link", l->peer);
-	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 4 || o->kids[3]->tag != OXR_CMO_DATUM)
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 5 || o->kids[4]->tag != OXR_CMO_DATUM)
 		goto bad;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++) {
 		if (o->kids[i]->tag != OXR_CMO_INT32)
 			goto bad;
-	epoch = o->kids[0]->v.i32;
-	round = o->kids[1]->v.i32;
-	kind = o->kids[2]->v.i32;
-	/* after this rank decided, what still comes of that agreement is late:
-	 * it precedes the peers' reset balls, and the group has new numbers */
-	if ((uint32_t)epoch != g->epoch || g->sh_closed) {
-		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a shrink of epoch %d from rank %d dropped",
-			g->rank, epoch, l->peer);
+		v[i] = o->kids[i]->v.i32;
+	}
+	if (v[2] < 0 || (v[3] != PROPOSE && v[3] != COMMIT))
+		goto bad;
+	/* an agreement this rank decided is over: what still comes of it is
+	 * late (it precedes the peers' reset balls, and names old ranks).  The
+	 * agreement's number, not the epoch, says which one a frame is of: a
+	 * survivor still in the last reset (a revoke of its next epoch came
+	 * first) is an epoch behind and runs the same agreement */
+	if ((uint32_t)v[1] < g->sh_gen) {
+		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a shrink of epoch %d, agreement %d from "
+			"rank %d dropped", g->rank, v[0], v[1], l->peer);
 		return OXR_OK;
 	}
-	if (round < 0 || (kind != PROPOSE && kind != COMMIT) || o->kids[3]->len != map_bytes(g))
+	if ((uint32_t)v[1] != g->sh_gen) {
+		if ((uint32_t)v[1] - g->sh_gen != 1 || v[3] != PROPOSE || v[2] != 0 ||
+		    o->kids[4]->len > map_bytes(g))
+			goto bad;
+		return keep_next(g, l, o->kids[4]);
+	}
+	if (o->kids[4]->len != map_bytes(g))
 		goto bad;
-	slot = kind == COMMIT ? &g->sh_commit : &l->sh_map[round & 1];
-	if (kind == COMMIT && *slot)
+	slot = v[3] == COMMIT ? &g->sh_commit : &l->sh_map[v[2] & 1];
+	if (v[3] == COMMIT && *slot)
 		return OXR_OK; /* the first decision is the decision */
 	if (!*slot && !(*slot = malloc(map_bytes(g))))
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
-	memcpy(*slot, o->kids[3]->data, map_bytes(g));
-	if (kind == PROPOSE) {
-		l->sh_round[round & 1] = round + 1; /* 0: nothing yet */
+	memcpy(*slot, o->kids[4]->data, map_bytes(g));
+	if (v[3] == PROPOSE) {
+		l->sh_round[v[2] & 1] = v[2] + 1; /* 0: nothing yet */
 		left_out_failed(g, l->peer, *slot);
 	}
 	return OXR_OK;
@@ -261,6 +289,9 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		} else if (l) {
 			nl[n] = l;
 			l->peer = n;
+			l->sh_map[0] = l->sh_next; /* the next agreement's round 0, if it came */
+			l->sh_round[0] = l->sh_next != NULL;
+			l->sh_next = NULL;
 			g->used[nused++] = n; /* used[] keeps up: a rank's new number is no higher */
 			if (l->fd >= 0) {
 				struct epoll_event ev = { .events = l->events, .data.u32 = (uint32_t)n };
@@ -287,6 +318,20 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 	g->links = nl;
 	g->size = n;
 	g->rank = me;
+	g->sh_gen++;
+	for (p = 0; p < nused; p++) { /* kept ahead: checked now that the size is known */
+		struct link *l = nl[g->used[p]];
+		if (!l->sh_map[0])
+			continue;
+		if (l->sh_next_len != map_bytes(g)) {
+			free(l->sh_map[0]);
+			l->sh_map[0] = NULL;
+			l->sh_round[0] = 0;
+			oxr_link_fail(g, l, OXR_ERR_PROTO, "rank %d sent a malformed shrink", l->peer);
+			continue;
+		}
+		left_out_failed(g, l->peer, l->sh_map[0]);
+	}
 	oxr_windows_forget_peers(g); /* their descriptors name old ranks */
 	return OXR_OK;
 }
@@ -321,11 +366,12 @@ static oxr_status_t open_all(oxr_group *g, int timeout_ms)
 	return st;
 }
 
-oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
+/* One agreement and the renumbering; the reset is the caller's. */
+static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 {
 	size_t nb = map_bytes(g);
 	uint8_t *alive = calloc(1, nb);
-	int p, old = g->rank;
+	int p;
 	oxr_status_t st;
 
 	if (!alive)
@@ -350,16 +396,29 @@ oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
 	st = agree(g, alive, timeout_ms);
 	oxr_group_leave(g);
 	free_shrink_state(g);
-	if (st == OXR_OK) {
-		g->sh_closed = 1;
+	if (st == OXR_OK)
 		st = renumber(g, alive);
-	}
 	free(alive);
-	if (st == OXR_OK) {
+	return st;
+}
+
+oxr_status_t oxr_group_shrink(oxr_group *g, int timeout_ms)
+{
+	int old = g->rank, tries;
+	oxr_status_t st;
+
+	/* a member of the agreed set that dies before the reset ends fails
+	 * it (the reset needs every rank): agree again without it, as often as
+	 * ranks die, at most once per rank */
+	for (tries = 0;; tries++) {
+		if ((st = shrink_once(g, timeout_ms)))
+			return st;
 		oxr_log(g->ctx, OXR_LOG_INFO, "group shrunk: rank %d is now %d of %d", old, g->rank,
 			g->size);
 		st = oxr_group_reset(g, timeout_ms);
+		if (st != OXR_ERR_PEER || g->size < 2 || tries >= g->size)
+			return st;
+		oxr_log(g->ctx, OXR_LOG_INFO, "shrink: a survivor failed during the reset (%s): "
+			"shrinking again", oxr_errmsg());
 	}
-	g->sh_closed = 0;
-	return st;
 }

@@ -111,7 +111,8 @@ struct oxr_group {
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
 	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
-	int sh_closed;          /* shrink: decided here, late frames are dropped */
+	uint32_t sh_gen;        /* shrink: agreements decided (a frame names its own:
+				   older ones are late, the next one is early) */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
 	/* the revoke's broadcast where links open on demand (revoke.c): its

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One rank of the fault-injection test (tests/transport/test_fault.c), started by
- * oxr-run:  fault_child OP SEED
- * OP is sendrecv, bcast, reduce, barrier or crystal.  Every rank runs OP
- * over and over; the victim (chosen from SEED) kills itself with SIGKILL
- * at a moment chosen from SEED, after printing `victim V kill at T`.
+ * oxr-run:  fault_child OP SEED [K [shrink]]
+ * OP is sendrecv, bcast, reduce, barrier, crystal or reset (a revoke and a
+ * reset: rank i % n revokes in round i while the others wait on it, then
+ * all reset).  Every rank runs OP over and over; K victims (default 1,
+ * distinct ranks chosen from SEED) kill themselves with SIGKILL at one
+ * moment chosen from SEED, after printing `victim V kill at T`.  With
+ * `shrink`, only the first dies so; the others die while they shrink (a
+ * timer, 0-3 ms after their operation failed, or at once when the shrink
+ * returned first), printing `victim V dies in the shrink`.
  * Each survivor prints `rank R: OP failed at T (code)` when its operation
  * fails, shrinks the group, runs OP once more on the shrunk group, checks
- * the result and prints `rank R: OP recovered`, then, after closing the
+ * the result (a member that died after the agreement fails it: shrink
+ * again, up to K times) and prints `rank R: OP recovered` and
+ * `rank R: now S of N after M shrinks`, then, after closing the
  * group, `rank R: nothing leaked` if it holds no more file descriptors than before
  * the group was made, and no verbs queue pair or memory registration
  * (oxr_verbs_objects).  T: CLOCK_MONOTONIC microseconds, one clock for all.
@@ -20,6 +27,7 @@
  */
 #include <dirent.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +138,23 @@ static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int
 				  w[0] != rec.source || w[1] != it;
 		}
 		*wrong |= got != 1;
+	} else if (!strcmp(op, "reset")) {
+		int revoker = it % n;
+		uint32_t epoch = oxr_group_epoch(g);
+		oxr_rmsg *m = NULL;
+		if (r == revoker) {
+			st = oxr_group_revoke(g);
+		} else if ((st = oxr_recv(g, revoker, TMO, &m)) == OXR_OK) {
+			oxr_rmsg_free(m); /* nobody sends: a message is wrong */
+			*wrong = 1;
+			return OXR_OK;
+		} else if (st == OXR_ERR_REVOKED) {
+			st = OXR_OK; /* the revoke came: now the reset */
+		}
+		if (st || (st = oxr_group_reset(g, TMO)))
+			return st;
+		/* the next revoker may have revoked the new epoch already */
+		*wrong = oxr_group_epoch(g) != epoch + 1;
 	} else {
 		fprintf(stderr, "fault_child: unknown OP %s\n", op);
 		exit(2);
@@ -151,11 +176,47 @@ static void see_transport(const oxr_group *g)
 			seen_transport = oxr_link_transport(g, p);
 }
 
+static char death_line[48];
+
+static void die_now(int sig)
+{
+	(void)sig;
+	(void)!write(1, death_line, strlen(death_line));
+	raise(SIGKILL);
+}
+
+/* A victim of the shrink: dies within 0-3 ms, most likely inside it. */
+static void arm_shrink_death(void)
+{
+	struct itimerval t = { .it_value = { .tv_usec = 1 + rand() % 3000 } };
+
+	snprintf(death_line, sizeof(death_line), "victim %d dies in the shrink\n", rank);
+	fflush(stdout);
+	signal(SIGALRM, die_now);
+	setitimer(ITIMER_REAL, &t, NULL);
+}
+
+/* victims[0..k): k distinct ranks of n, from the seeded rand(). */
+static void pick_victims(int n, int k, int *victims)
+{
+	int i, j;
+
+	for (i = 0; i < k; i++) {
+	again:
+		victims[i] = rand() % n;
+		for (j = 0; j < i; j++)
+			if (victims[j] == victims[i])
+				goto again;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *op = argc > 1 ? argv[1] : "sendrecv";
 	int outside = argc > 2 && !strcmp(argv[2], "outside");
 	unsigned seed = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 1;
+	int k = argc > 3 ? atoi(argv[3]) : outside ? 0 : 1;
+	int in_shrink = argc > 4 && !strcmp(argv[4], "shrink");
 	long long wait_us = outside ? OUTSIDE_WAIT_US : SELF_WAIT_US;
 	struct op_state s = { 0 };
 	oxr_boot *b;
@@ -163,7 +224,7 @@ int main(int argc, char **argv)
 	oxr_group *g;
 	oxr_status_t st;
 	long long start, kill_at;
-	int n, victim, fds0, wrong = 0;
+	int n0, i, shrinks, victims[8], mine = -1, fds0, wrong = 0;
 	uint64_t qps, mrs;
 
 	fds0 = count_fds();
@@ -173,17 +234,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rank = oxr_group_rank(g);
-	n = oxr_group_size(g);
+	n0 = oxr_group_size(g);
+	if (k < 0 || k > 8 || k >= n0) {
+		fprintf(stderr, "fault_child: K %d: 0 to 8 victims, fewer than the %d ranks\n", k, n0);
+		return 2;
+	}
 	srand(seed);
-	victim = outside ? -1 : rand() % n;
+	pick_victims(n0, k, victims);
+	for (i = 0; i < k; i++)
+		if (victims[i] == rank)
+			mine = i; /* 0: dies in the operation; more: with `shrink`, in it */
 	kill_at = (long long)(rand() % 30000); /* up to 30 ms into the run */
+	srand(seed + 7u * (unsigned)rank);     /* each shrink victim its own moment */
 	if ((st = make_objects(g, op, &s)))
 		die("making the %s objects", op);
 	if ((st = oxr_boot_barrier(b)))
 		die("barrier");
 	start = now_us();
 	for (;;) {
-		if (rank == victim && now_us() - start >= kill_at) {
+		if (mine >= 0 && (mine == 0 || !in_shrink) && now_us() - start >= kill_at) {
 			printf("victim %d kill at %lld\n", rank, now_us());
 			fflush(stdout);
 			raise(SIGKILL);
@@ -207,18 +276,38 @@ int main(int argc, char **argv)
 	}
 	printf("rank %d: %s failed at %lld (%d): %s\n", rank, op, now_us(), st, oxr_errmsg());
 	fflush(stdout);
-	drop_objects(&s);
-	if ((st = oxr_group_shrink(g, TMO)))
-		die("shrink");
-	s.iter = 0; /* the ranks failed in different iterations: count afresh */
-	if ((st = make_objects(g, op, &s)) || (st = run_op(g, op, &s, &wrong)) || wrong) {
-		fprintf(stderr, "rank %d: %s on the shrunk group: %s%s\n", rank, op,
-			st ? oxr_errmsg() : "", wrong ? "a wrong result" : "");
-		return 1;
+	if (mine > 0)
+		arm_shrink_death();
+	/* until the group is the survivors (a victim that died after the
+	 * agreement counted it in: its death revokes the shrunk group, and the
+	 * operation, run until it fails, ends: shrink again) */
+	for (shrinks = 1;; shrinks++) {
+		drop_objects(&s);
+		if ((st = oxr_group_shrink(g, TMO)))
+			die("shrink");
+		if (mine > 0)
+			die_now(SIGKILL); /* the shrink was quicker than the timer */
+		s.iter = 0; /* the ranks failed in different iterations: count afresh */
+		if ((st = make_objects(g, op, &s)))
+			die("making the %s objects on the shrunk group", op);
+		start = now_us();
+		do
+			st = run_op(g, op, &s, &wrong);
+		while (!st && !wrong && !outside && oxr_group_size(g) > n0 - k &&
+		       now_us() - start < wait_us);
+		if (wrong || (!st && !outside && oxr_group_size(g) > n0 - k) || (st && shrinks > k)) {
+			fprintf(stderr, "rank %d: %s on the shrunk group of %d (shrink %d): %s%s\n",
+				rank, op, oxr_group_size(g), shrinks, st ? oxr_errmsg() : "",
+				wrong ? "a wrong result" : "a victim did not die");
+			return 1;
+		}
+		if (!st)
+			break;
 	}
 	see_transport(g);
 	printf("rank %d: %s recovered over %s\n", rank, op,
 	       seen_transport ? seen_transport : "no link");
+	printf("rank %d: now %d of %d after %d shrinks\n", rank, oxr_group_size(g), n0, shrinks);
 	drop_objects(&s);
 	oxr_arena_destroy(s.a);
 	oxr_group_destroy(g);
