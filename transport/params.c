@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every user-facing OXR_* variable: its field, what it may be, its default
- * (as README.md's "Environment knobs" table says it), and the one strict
+ * (as docs/environment.md's users' table says it), and the one strict
  * parser that reads them all.  The launcher's OXR_RUN_* and the tests'
  * variables are not here (boot_run.c and the tests read those).
  */
@@ -29,7 +29,7 @@ struct knob {
 	uint64_t mult;            /* K_SIZE: a multiple of this */
 	const char *const *words; /* K_WORD */
 	const char *sdef;         /* K_STR */
-	const char *def_text;     /* README.md's default column */
+	const char *def_text;     /* docs/environment.md's default column */
 	const char *doc;
 };
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Configuration in one place (transport/params.c): README.md's "Environment
- * knobs" table and the parser's table list the same variables with the same
- * defaults; a malformed value of any knob fails oxr_ctx_create naming it;
+ * Configuration in one place (transport/params.c): docs/environment.md's
+ * users' table and the parser's table list the same variables with the same
+ * defaults; every variable of its launcher/tests/CI table is read somewhere in
+ * the tree; a malformed value of any knob fails oxr_ctx_create naming it;
  * oxr_ctx_create_with's field mask beats the environment; no source file
- * outside tests/ and bench/ reads a user knob with getenv.
+ * outside tests/ and bench/ reads a user knob with getenv.  And the docs'
+ * relative links (README.md and the pages of docs/) name files that exist.
  */
 #include <criterion/criterion.h>
 #include <ctype.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "oxr/barrier.h"
 #include "oxr/master.h"
@@ -63,7 +66,7 @@ static int readme_rows(const char *md, const char *heading, struct row *rows)
 	const char *p = strstr(md, heading), *end;
 	int n = 0;
 
-	cr_assert_not_null(p, "README.md has no \"%s\"", heading);
+	cr_assert_not_null(p, "docs/environment.md has no \"%s\"", heading);
 	p = strstr(p, "\n|");
 	cr_assert_not_null(p);
 	for (p++; *p == '|'; p = end + 1) {
@@ -82,7 +85,7 @@ static int readme_rows(const char *md, const char *heading, struct row *rows)
 		nm = strtok_r(names, ",", &save1);
 		df = many ? strtok_r(defs, ",", &save2) : defs;
 		for (; nm; nm = strtok_r(NULL, ",", &save1)) {
-			cr_assert_not_null(df, "README row %s: fewer defaults than variables", names);
+			cr_assert_not_null(df, "docs/environment.md row %s: fewer defaults than variables", names);
 			cr_assert_lt(n, MAXROWS);
 			norm(nm, strlen(nm), rows[n].name, sizeof(rows[n].name));
 			norm(df, strlen(df), rows[n].def, sizeof(rows[n].def));
@@ -130,25 +133,29 @@ static int readme_number(const char *s, uint64_t *v)
 	return 0;
 }
 
-Test(params, readme_table_matches_parser)
+#define USERS_TABLE "## For users"
+#define OTHERS_TABLE "## For the launcher, the tests and CI"
+
+Test(params, docs_table_matches_parser)
 {
-	char *md = slurp(OXR_SOURCE_DIR "/README.md");
+	char *md = slurp(OXR_SOURCE_DIR "/docs/environment.md");
 	struct row rows[MAXROWS], extra[MAXROWS];
-	int n = readme_rows(md, "## Environment knobs", rows), m, i, j;
+	int n = readme_rows(md, USERS_TABLE, rows), m, i, j;
 	oxr_param_desc d;
 	size_t k;
 	uint64_t v;
 
 	for (i = 0; i < n; i++) {
-		cr_expect(find_desc(rows[i].name, &d), "README's %s is not in the parser's table",
-			  rows[i].name);
+		cr_expect(find_desc(rows[i].name, &d),
+			  "docs/environment.md's %s is not in the parser's table", rows[i].name);
 		if (!find_desc(rows[i].name, &d))
 			continue;
-		cr_expect_str_eq(rows[i].def, d.def, "%s: README says default %s, the parser %s",
-				 d.name, rows[i].def, d.def);
+		cr_expect_str_eq(rows[i].def, d.def,
+				 "%s: docs/environment.md says default %s, the parser %s", d.name,
+				 rows[i].def, d.def);
 		if (readme_number(rows[i].def, &v)) {
-			cr_expect(d.def_is_number, "%s: README's default is a number", d.name);
-			cr_expect_eq(d.def_value, v, "%s: README's default %s is %llu, the parser's %llu",
+			cr_expect(d.def_is_number, "%s: the docs' default is a number", d.name);
+			cr_expect_eq(d.def_value, v, "%s: the docs' default %s is %llu, the parser's %llu",
 				     d.name, rows[i].def, (unsigned long long)v,
 				     (unsigned long long)d.def_value);
 		}
@@ -156,11 +163,12 @@ Test(params, readme_table_matches_parser)
 	for (k = 0; oxr_ctx_param_describe(k, &d); k++) {
 		for (i = 0; i < n && strcmp(rows[i].name, d.name); i++)
 			;
-		cr_expect_lt(i, n, "the parser's %s is not in README's table", d.name);
+		cr_expect_lt(i, n, "the parser's %s is not in docs/environment.md's users' table",
+			     d.name);
 		cr_expect(strncmp(d.name, "OXR_RUN_", 8) && strncmp(d.name, "OXR_TEST_", 9));
 	}
 	/* the launcher's and the tests' variables: their own table, not the parser's */
-	m = readme_rows(md, "Set by the launcher, the tests and ci/", extra);
+	m = readme_rows(md, OTHERS_TABLE, extra);
 	cr_assert_gt(m, 5);
 	for (j = 0; j < m; j++) {
 		cr_expect(!find_desc(extra[j].name, &d), "%s is in both tables", extra[j].name);
@@ -169,6 +177,177 @@ Test(params, readme_table_matches_parser)
 				  extra[j].name);
 	}
 	free(md);
+}
+
+/* The tree's text files, read once: what the tests' table is checked against. */
+struct tree {
+	char **text;
+	char **path;
+	int n, cap;
+};
+
+static void load_tree(struct tree *t, const char *dir)
+{
+	char path[768];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "%s/%s", OXR_SOURCE_DIR, dir);
+	cr_assert_not_null(d = opendir(path), "%s", path);
+	while ((e = readdir(d))) {
+		char sub[512];
+		struct stat st;
+		size_t len = strlen(e->d_name);
+
+		if (e->d_name[0] == '.' && strcmp(e->d_name, ".ci"))
+			continue;
+		cr_assert_lt(snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name), (int)sizeof(sub));
+		snprintf(path, sizeof(path), "%s/%s", OXR_SOURCE_DIR, sub);
+		if (stat(path, &st))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			load_tree(t, sub);
+			continue;
+		}
+		/* this file names every variable of the table; the docs only describe them */
+		if (!S_ISREG(st.st_mode) || st.st_size > (1 << 20) ||
+		    !strcmp(sub, "tests/transport/test_params.c") ||
+		    (len > 3 && !strcmp(e->d_name + len - 3, ".md")))
+			continue;
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 256;
+			t->text = realloc(t->text, (size_t)t->cap * sizeof(*t->text));
+			t->path = realloc(t->path, (size_t)t->cap * sizeof(*t->path));
+			cr_assert(t->text && t->path);
+		}
+		t->text[t->n] = slurp(path);
+		t->path[t->n] = strdup(sub);
+		t->n++;
+	}
+	closedir(d);
+}
+
+static int ident(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Where text reads the variable: getenv("NAME") in C, $NAME or ${NAME... in a
+ * script, $ENV{NAME} in CMake.  A mention in a comment or a message is not a read. */
+static int reads(const char *text, const char *name)
+{
+	size_t len = strlen(name);
+	const char *p;
+
+	for (p = text; (p = strstr(p, name)); p += len) {
+		if (ident(p[len]) || (p > text && ident(p[-1]) && p[-1] != '{'))
+			continue;
+		if (p - text >= 8 && !strncmp(p - 8, "getenv(\"", 8) && p[len] == '"')
+			return 1;
+		if (p - text >= 1 && p[-1] == '$')
+			return 1;
+		if (p - text >= 2 && !strncmp(p - 2, "${", 2))
+			return 1;
+		if (p - text >= 4 && !strncmp(p - 4, "ENV{", 4) && p[len] == '}')
+			return 1;
+	}
+	return 0;
+}
+
+/* Every variable the launcher/tests/CI table lists is read somewhere: a row for a
+ * variable nothing reads (renamed, or removed with its script) fails here. */
+Test(params, docs_test_variables_are_read)
+{
+	static const char *const dirs[] = { ".ci",   "ci",    "cmo",   "transport", "collectives",
+					    "server", "tools", "tests", "bench",     "examples" };
+	char *md = slurp(OXR_SOURCE_DIR "/docs/environment.md");
+	struct row extra[MAXROWS];
+	struct tree t = { 0 };
+	int m = readme_rows(md, OTHERS_TABLE, extra), i, j;
+	size_t k;
+
+	for (k = 0; k < sizeof(dirs) / sizeof(dirs[0]); k++)
+		load_tree(&t, dirs[k]);
+	cr_assert_gt(t.n, 100, "read only %d files of the tree", t.n);
+	cr_assert_gt(m, 5);
+	for (i = 0; i < m; i++) {
+		for (j = 0; j < t.n && !reads(t.text[j], extra[i].name); j++)
+			;
+		cr_expect_lt(j, t.n,
+			     "docs/environment.md lists %s, but no file of the tree reads it "
+			     "(getenv(\"%s\"), $%s, ${%s...} or $ENV{%s})",
+			     extra[i].name, extra[i].name, extra[i].name, extra[i].name, extra[i].name);
+	}
+	/* the check can fail: a name nothing reads is found nowhere */
+	for (j = 0; j < t.n && !reads(t.text[j], "OXR_NO_SUCH_VARIABLE"); j++)
+		;
+	cr_assert_eq(j, t.n);
+	for (j = 0; j < t.n; j++)
+		free(t.text[j]), free(t.path[j]);
+	free(t.text);
+	free(t.path);
+	free(md);
+}
+
+/* Every relative link of one Markdown file, [text](target) or ![alt](target),
+ * names a file or folder that exists, relative to that file. */
+static int check_links(const char *rel)
+{
+	char path[1100], dir[512], target[512];
+	const char *p, *slash;
+	char *md;
+	int links = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", OXR_SOURCE_DIR, rel);
+	md = slurp(path);
+	slash = strrchr(rel, '/');
+	snprintf(dir, sizeof(dir), "%s/%.*s", OXR_SOURCE_DIR, slash ? (int)(slash - rel) : 0, rel);
+	for (p = md; (p = strstr(p, "](")); p += 2) {
+		const char *end = strchr(p + 2, ')');
+		size_t n;
+		struct stat st;
+
+		if (!end)
+			break;
+		n = (size_t)(end - p - 2);
+		if (n == 0 || n >= sizeof(target))
+			continue;
+		memcpy(target, p + 2, n);
+		target[n] = 0;
+		if (strchr(target, ' ') || strchr(target, '\n') || target[0] == '#' ||
+		    strstr(target, "://") || !strncmp(target, "mailto:", 7))
+			continue;
+		target[strcspn(target, "#")] = 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, target);
+		cr_expect_eq(stat(path, &st), 0, "%s links to %s, which does not exist", rel,
+			     target);
+		links++;
+	}
+	free(md);
+	return links;
+}
+
+Test(docs, relative_links_resolve)
+{
+	char path[512];
+	DIR *d;
+	struct dirent *e;
+	int links = check_links("README.md"), pages = 0;
+
+	snprintf(path, sizeof(path), "%s/docs", OXR_SOURCE_DIR);
+	cr_assert_not_null(d = opendir(path), "%s", path);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len > 3 && !strcmp(e->d_name + len - 3, ".md")) {
+			snprintf(path, sizeof(path), "docs/%s", e->d_name);
+			links += check_links(path);
+			pages++;
+		}
+	}
+	closedir(d);
+	cr_assert_gt(pages, 5);
+	cr_assert_gt(links, 20, "only %d relative links checked", links);
 }
 
 /* The .c files under dir (a path below OXR_SOURCE_DIR), its subfolders too
