@@ -59,10 +59,17 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static int usage(void)
+/* On stdout for --help (exit 0), on stderr for a usage error (exit 2). */
+static int usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: oxr-bench [options]\n"
+		"       oxr-bench --simulate\n"
+		"\n"
+		"Runs the benchmarks (oxr's under oxr-run, the peers under mpirun or perftest)\n"
+		"one after the other and prints, per benchmark, the median, minimum and p99 of\n"
+		"each implementation and their ratios.\n"
+		"\n"
 		"  --bench LIST      of latency,bandwidth,put,put_polled,barrier,bcast,reduce,\n"
 		"                    crystal,revoke,reset,startup (default: all but startup)\n"
 		"  --ranks LIST      group sizes of the collectives (default 2,4,8,16)\n"
@@ -80,8 +87,12 @@ static int usage(void)
 		"  --simulate        run nothing: the revoke's broadcast and the bitmap barrier\n"
 		"                    simulated at 2^10 to 2^20 ranks (rounds, frames, memory)\n"
 		"  -B BINDIR         where oxr-run and the programs are (default: this program's)\n"
-		"  --timeout S       seconds one program may take (default 300)\n");
-	return 2;
+		"  --timeout S       seconds one program may take (default 300)\n"
+		"  -h, --help        print this help and exit\n"
+		"\n"
+		"Exit status: 0 ok; 1 a program failed or ran past --timeout, an option's\n"
+		"value is wrong, or --simulate found a bound broken; 2 usage error.\n");
+	return f == stdout ? 0 : 2;
 }
 
 /* "2,4,8" into v[]; 0 when a field is not a positive number. */
@@ -165,6 +176,8 @@ static void parse_args(int argc, char **argv)
 	opt.timeout_s = 300;
 	for (a = 1; a < argc; a++) {
 		const char *v = a + 1 < argc ? argv[a + 1] : NULL;
+		if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help"))
+			exit(usage(stdout));
 		if (!strcmp(argv[a], "--simulate")) {
 			if (argc != 2)
 				die("--simulate runs alone: no ranks, no other option");
@@ -177,11 +190,11 @@ static void parse_args(int argc, char **argv)
 			continue;
 		}
 		if (!v)
-			exit(usage());
+			exit(usage(stderr));
 		else if (!strcmp(argv[a], "--bench")) {
 			memset(opt.want, 0, sizeof(opt.want));
 			if (!parse_benches(v))
-				exit(usage());
+				exit(usage(stderr));
 		} else if (!strcmp(argv[a], "--ranks")) {
 			if (!parse_ints(v, opt.ranks, 16, &opt.nranks))
 				die("--ranks: up to 16 comma-separated group sizes, not '%s'", v);
@@ -205,7 +218,7 @@ static void parse_args(int argc, char **argv)
 			if (opt.timeout_s < 1)
 				die("--timeout: seconds, not '%s'", v);
 		} else
-			exit(usage());
+			exit(usage(stderr));
 		a++; /* the option's value */
 	}
 	for (i = 0; i < opt.nranks; i++)

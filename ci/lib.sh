@@ -1,8 +1,10 @@
 # Shared by ci/test and ci/demo: packages and the Release build.
 # shellcheck shell=bash
 
+# groff-base: test_man_pages renders man/ with groff.
 OXR_PACKAGES=(build-essential cmake pkg-config libgmp-dev libcriterion-dev clang libclang-rt-14-dev
-	libpmix-dev openmpi-bin libopenmpi-dev libibverbs-dev librdmacm-dev libhwloc-dev ibverbs-providers)
+	libpmix-dev openmpi-bin libopenmpi-dev libibverbs-dev librdmacm-dev libhwloc-dev ibverbs-providers
+	groff-base)
 # The cluster-launch and netns tests (ci/test only): a one-node Slurm, ip netns.
 OXR_CLUSTER_PACKAGES=(slurm-wlm munge iproute2)
 # The rxe guest (ci/rxe-guest): Debian's kernel has soft-RoCE, these machines' has no RDMA.

@@ -30,6 +30,7 @@ static const char usage_text[] =
 	"                   not check it (implies --frame)\n"
 	"  --frame          decode: the bytes are OX frames, without a serial unless\n"
 	"                   --serial is given (default: bare CMOs)\n"
+	"  -h, --help       print this help and exit\n"
 	"\n"
 	"No TEXT or HEX, or '-': read standard input.\n"
 	"Exit status: 0 ok, 1 bad input, 2 usage error.\n";

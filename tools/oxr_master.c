@@ -300,11 +300,43 @@ static int script(oxr_master *m, FILE *f, int plain)
 	return rc;
 }
 
+static const char usage_text[] =
+	"usage: oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] demo [--digits D]\n"
+	"       oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] script [FILE]\n"
+	"\n"
+	"Starts N oxr-servers, forms their group and drives them as an OpenXM master.\n"
+	"demo: the RFC-102 motivating example, a D-digit integer sent to every server\n"
+	"      in turn (RFC-100) against one bcast, and the sum collected against one\n"
+	"      reduce, both timed side by side.\n"
+	"script: runs FILE (default: standard input), one command per line:\n"
+	"  push I|all OBJ     OBJ in bconv text, e.g. (CMO_ZZ,5)\n"
+	"  cmd I|all SM       an OX_COMMAND, by name (SM_popCMO) or number\n"
+	"  pop I              prints \"I: OBJ\" (SM_popCMO)\n"
+	"  read I             prints the next reply (after \"cmd I SM_popString\")\n"
+	"  group              ranks and every link (--plain: OpenXM links)\n"
+	"  bcast ROOT [OBJ]   reduce ROOT OP   reset   sync\n"
+	"  raw I HEX          bytes written as they are to server I\n"
+	"  expect-closed I    server I closed its data channel\n"
+	"  '#' starts a comment; a failing line stops the script.\n"
+	"\n"
+	"  -n N               how many servers (default 4)\n"
+	"  --plain            no oxr token: the servers link as plain RFC-102 peers\n"
+	"  --timeout MS       bound of each wait for the servers (default 60000)\n"
+	"  --launcher CMD     start the servers with a cluster's launcher, CMD the words\n"
+	"                     before the server's command line (\"mpirun -n 4\",\n"
+	"                     \"srun -n 4 --mpi=pmix\"; its count must match -n); they\n"
+	"                     connect back to OXR_MASTER_HOST (default: the host name)\n"
+	"  --digits D         demo: digits of the integer (default 1000000)\n"
+	"  -h, --help         print this help and exit\n"
+	"\n"
+	"OXR_SERVER names the oxr-server binary (default: next to oxr-master); the\n"
+	"servers inherit the OXR_* environment.\n"
+	"Exit status: 0 ok; 1 a launch, a server, a script line or the demo's check\n"
+	"failed; 2 usage error.\n";
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] demo [--digits D]\n"
-		   "       oxr-master [-n N] [--plain] [--timeout MS] [--launcher CMD] script [FILE]\n"
-		   "OXR_SERVER names the oxr-server binary (default: next to oxr-master).\n");
+	fputs(usage_text, f);
 }
 
 int main(int argc, char **argv)

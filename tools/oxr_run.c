@@ -75,6 +75,7 @@ static const char usage_text[] =
 	"                     their host stopped answering (TCP keepalive, 25 s)\n"
 	"  --join FILE        serve no rendezvous: this host's ranks join the one FILE\n"
 	"                     names (written by --publish)\n"
+	"  -h, --help         print this help and exit\n"
 	"\n"
 	"Exit status: 0 every rank exited 0; 1 a rank or the rendezvous failed;\n"
 	"128+SIG a rank was killed by signal SIG (or oxr-run was); 124 --timeout ran\n"

@@ -47,11 +47,33 @@ static void on_usr1(int sig)
 		*reset_flag = 1;
 }
 
+static const char usage_text[] =
+	"usage: oxr-server [--control-fd N] [--listen PORT | --connect HOST:PORT]\n"
+	"                  [--password PW] [--no-control]\n"
+	"\n"
+	"An OpenXM engine (RFC-100 stack machine, RFC-102 commands) whose links to\n"
+	"other servers are oxr links.  Without --listen/--connect the data channel is\n"
+	"fds 3 (read) and 4 (write), handed over by the process that started it.\n"
+	"\n"
+	"  --control-fd N      the control channel is fd N (else: no control channel)\n"
+	"  --listen PORT       accept the control, then the data connection on PORT\n"
+	"                      (0: the OS picks; printed as \"port P\" on stdout)\n"
+	"  --connect HOST:PORT connect the control, then the data channel to HOST:PORT\n"
+	"  --password PW       OpenXM's one-time password: the side that connects\n"
+	"                      writes PW and a NUL, the other checks it; %r in PW is\n"
+	"                      this process's rank from its launcher's environment\n"
+	"                      (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK,\n"
+	"                      OXR_RUN_RANK)\n"
+	"  --no-control        --listen/--connect open the data channel only\n"
+	"  -h, --help          print this help and exit\n"
+	"\n"
+	"Exit status: 0 the session ended (the master closed its channels or shut the\n"
+	"server down); 1 a channel, the environment or the engine failed; 128+SIG the\n"
+	"engine was killed by signal SIG; 2 usage error.\n";
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: oxr-server [--control-fd N] [--listen PORT | --connect HOST:PORT]\n"
-		   "                  [--password PW] [--no-control]\n"
-		   "Without --listen/--connect the data channel is fds 3 (read) and 4 (write).\n");
+	fputs(usage_text, f);
 }
 
 static int die(const char *what)
@@ -243,7 +265,8 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL); /* before the fork: no early reset kills the engine */
 	if (pw && !(pw = expand_rank(pw, pwbuf, sizeof(pwbuf)))) {
 		fprintf(stderr, "oxr-server: --password has %%r but no launcher rank is in the "
-			"environment (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)\n");
+			"environment (PMIX_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, "
+			"OXR_RUN_RANK)\n");
 		return 2;
 	}
 	if (listen_port || connect) {

@@ -110,11 +110,16 @@ typedef struct oxr_barrier_counts {
 	uint32_t last_sent, last_received; /* of the most recent oxr_barrier_t */
 } oxr_barrier_counts;
 
+/* A barrier of g running algo (OXR_BARRIER_*), the caller's: destroy it
+ * before its group.  Collective (see above).  Errors: OXR_ERR_INVAL (a
+ * NULL argument), OXR_ERR_NOMEM, the window's (oxr_win_create). */
 OXR_API oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out);
 /* Returns once every rank of the group has entered this barrier.
  * timeout_ms < 0 waits without a bound (a dead peer still ends it). */
 OXR_API oxr_status_t oxr_barrier(oxr_barrier_t *b, int timeout_ms);
+/* Frees b and its window (NULL: nothing). */
 OXR_API void oxr_barrier_destroy(oxr_barrier_t *b);
+/* Copies b's oxr_barrier_counts into *out (OXR_ERR_INVAL for NULL). */
 OXR_API oxr_status_t oxr_barrier_stats(const oxr_barrier_t *b, oxr_barrier_counts *out);
 /* OXR_BARRIER_BITMAP or OXR_BARRIER_DISSEMINATION: what b runs. */
 OXR_API int oxr_barrier_algo(const oxr_barrier_t *b);

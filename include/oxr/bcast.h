@@ -89,6 +89,8 @@ OXR_API oxr_status_t oxr_reduce(oxr_group *g, int root, const char *op, const ox
 typedef oxr_status_t (*oxr_reduce_fn)(const oxr_cmo *x, const oxr_cmo *y, oxr_arena *a,
 				      oxr_cmo **out, void *arg);
 
+/* oxr_reduce with fn(x, y, a, out, arg) as the op (the same fn on every
+ * rank); errors as oxr_reduce's. */
 OXR_API oxr_status_t oxr_reduce_user(oxr_group *g, int root, oxr_reduce_fn fn, void *arg,
 				     const oxr_cmo *in, oxr_cmo **out, oxr_arena *a, int timeout_ms);
 
@@ -115,6 +117,7 @@ typedef struct oxr_bcast_counts {
 	int algo; /* enum oxr_bcast_algo */
 } oxr_bcast_counts;
 
+/* Copies those counts into *out. */
 OXR_API void oxr_bcast_last_counts(oxr_bcast_counts *out);
 
 #ifdef __cplusplus

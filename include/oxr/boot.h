@@ -31,12 +31,24 @@ enum oxr_boot_kind {
 
 typedef struct oxr_boot oxr_boot;
 
+/* Joins this launch's group through the bootstrap chosen as above; *out is
+ * the caller's, closed with oxr_boot_close.  Errors: OXR_ERR_UNSUPPORTED
+ * (started by mpirun/srun, oxr built without PMIx), OXR_ERR_INVAL (a
+ * malformed OXR_BOOT, or a malformed variable of oxr-run's), the
+ * rendezvous' failure (refused, timed out: OXR_BOOT_TIMEOUT); oxr_errmsg()
+ * says which. */
 OXR_API oxr_status_t oxr_boot_open(oxr_boot **out);
+/* Leaves the bootstrap and frees b (NULL: nothing).  A group made from it
+ * by oxr_group_boot may still look peers up in it: then b lives on until
+ * that group is destroyed. */
 OXR_API void oxr_boot_close(oxr_boot *b);
+/* OXR_BOOT_SINGLETON, OXR_BOOT_RUN or OXR_BOOT_PMIX. */
 OXR_API int oxr_boot_kind(const oxr_boot *b);
 /* "pmix", "oxr-run" or "singleton" */
 OXR_API const char *oxr_boot_name(const oxr_boot *b);
+/* This process's rank, 0 to oxr_boot_size() - 1. */
 OXR_API int oxr_boot_rank(const oxr_boot *b);
+/* How many ranks the launch started. */
 OXR_API int oxr_boot_size(const oxr_boot *b);
 /* The group's one-time secret, the same on every rank of one launch and new
  * for each launch; links opened by the bootstrap must prove it. */
@@ -44,6 +56,8 @@ OXR_API void oxr_boot_token(const oxr_boot *b, uint8_t token[OXR_TOKEN_BYTES]);
 /* Everyone contributes len bytes (len must be the same on every rank);
  * all[r * len ...] gets rank r's bytes.  Collective: every rank calls it. */
 OXR_API oxr_status_t oxr_boot_allgather(oxr_boot *b, const void *mine, size_t len, void *all);
+/* Returns once every rank has called it.  Collective; errors as
+ * oxr_boot_allgather's. */
 OXR_API oxr_status_t oxr_boot_barrier(oxr_boot *b);
 
 #ifdef __cplusplus

@@ -107,7 +107,9 @@ typedef struct oxr_cmo {
 
 typedef struct oxr_arena oxr_arena;
 
+/* An empty arena, the caller's (OXR_ERR_NOMEM). */
 OXR_API oxr_status_t oxr_arena_create(oxr_arena **out);
+/* Frees the arena and every object allocated from it (NULL: nothing). */
 OXR_API void oxr_arena_destroy(oxr_arena *a);
 /* Frees every object allocated from the arena; the arena stays usable. */
 OXR_API void oxr_arena_reset(oxr_arena *a);
@@ -119,25 +121,34 @@ OXR_API void *oxr_arena_alloc(oxr_arena *a, size_t n);
 /* ---- builders ------------------------------------------------------- */
 /* Each returns NULL with oxr_errmsg() set when memory runs out. */
 
-/* Immutable shared objects for the tags without a body. */
+/* Immutable shared objects for the tags without a body (never NULL, never
+ * freed, never to be changed). */
 OXR_API oxr_cmo *oxr_cmo_null(void);
+/* CMO_ZERO, shared as oxr_cmo_null. */
 OXR_API oxr_cmo *oxr_cmo_zero(void);
+/* CMO_DMS_GENERIC, shared as oxr_cmo_null. */
 OXR_API oxr_cmo *oxr_cmo_dms_generic(void);
+/* CMO_ERROR (asir's bare error), shared as oxr_cmo_null. */
 OXR_API oxr_cmo *oxr_cmo_error(void);
 
+/* CMO_INT32 v. */
 OXR_API oxr_cmo *oxr_cmo_new_int32(oxr_arena *a, int32_t v);
 /* tag: OXR_CMO_IEEE_DOUBLE_FLOAT or OXR_CMO_64BIT_MACHINE_DOUBLE */
 OXR_API oxr_cmo *oxr_cmo_new_double(oxr_arena *a, int32_t tag, double v);
 /* tag: OXR_CMO_STRING or OXR_CMO_DATUM; the bytes are copied. */
 OXR_API oxr_cmo *oxr_cmo_new_bytes(oxr_arena *a, int32_t tag, const void *p, size_t n);
+/* CMO_STRING of the NUL-terminated s, copied (the NUL is not). */
 OXR_API oxr_cmo *oxr_cmo_new_string(oxr_arena *a, const char *s);
+/* CMO_ZZ of z, its words copied (z stays the caller's). */
 OXR_API oxr_cmo *oxr_cmo_new_zz(oxr_arena *a, mpz_srcptr z);
+/* CMO_ZZ of v. */
 OXR_API oxr_cmo *oxr_cmo_new_zz_si(oxr_arena *a, long v);
 /* Canonicalised first (mpq_canonicalize semantics are the caller's). */
 OXR_API oxr_cmo *oxr_cmo_new_qq(oxr_arena *a, mpq_srcptr q);
 /* A container of any tag that holds only kids (LIST, MATHCAP, TREE, ...);
  * the kids start NULL and must be set before encoding. */
 OXR_API oxr_cmo *oxr_cmo_new_node(oxr_arena *a, int32_t tag, uint32_t nkids);
+/* CMO_LIST of n kids, as oxr_cmo_new_node. */
 OXR_API oxr_cmo *oxr_cmo_new_list(oxr_arena *a, uint32_t n);
 /* nexp exponents copied; coef becomes kids[0]. */
 OXR_API oxr_cmo *oxr_cmo_new_monomial32(oxr_arena *a, uint32_t nexp, const int32_t *exps,
@@ -190,6 +201,7 @@ typedef struct oxr_cmo_limits {
 #define OXR_CMO_DEFAULT_MAX_OBJECTS (1ull << 26)
 #define OXR_CMO_DEFAULT_PREALLOC_BYTES (16ull << 20)
 
+/* The OXR_CMO_DEFAULT_* limits into *lim. */
 OXR_API void oxr_cmo_limits_default(oxr_cmo_limits *lim);
 /* Defaults overridden by OXR_CMO_MAX_DEPTH, OXR_CMO_MAX_OBJECT_BYTES,
  * OXR_CMO_MAX_TOTAL_BYTES, OXR_CMO_MAX_OBJECTS, OXR_CMO_PREALLOC_BYTES; a
@@ -238,13 +250,23 @@ enum oxr_decode_what {
 };
 enum { OXR_FEED_BORROW = 1 };
 
+/* A decoder of what (enum oxr_decode_what) in byte order order, checking
+ * lim (NULL: the defaults, copied), allocating the objects from a (the
+ * caller's, to outlive them).  *out is the caller's: oxr_decoder_destroy.
+ * Errors: OXR_ERR_INVAL (a bad argument), OXR_ERR_NOMEM. */
 OXR_API oxr_status_t oxr_decoder_create(oxr_decoder **out, int what, int order,
 					const oxr_cmo_limits *lim, oxr_arena *a);
+/* Frees d (NULL: nothing); the objects it made stay in their arena. */
 OXR_API void oxr_decoder_destroy(oxr_decoder *d);
 /* Forget any partial object and any error; keep what, order and limits. */
 OXR_API void oxr_decoder_reset(oxr_decoder *d);
+/* The byte order of the objects to come (after a byte-order exchange). */
 OXR_API void oxr_decoder_set_order(oxr_decoder *d, int order);
+/* The arena the objects to come are allocated from. */
 OXR_API void oxr_decoder_set_arena(oxr_decoder *d, oxr_arena *a);
+/* Feeds piece[0..len) as described above (flags: OXR_FEED_BORROW or 0).
+ * Errors: OXR_ERR_PROTO (malformed bytes), OXR_ERR_LIMIT (beyond the
+ * limits), OXR_ERR_NOMEM; oxr_decoder_error() and oxr_errmsg() say where. */
 OXR_API oxr_status_t oxr_decoder_feed(oxr_decoder *d, const void *piece, size_t len,
 				      unsigned flags, size_t *used);
 /* The finished object of the last OXR_OK (OXR_DECODE_CMO). */
@@ -260,6 +282,7 @@ OXR_API uint64_t oxr_decoder_offset(const oxr_decoder *d);
  * This saves the copy out of a socket buffer for large payloads.
  */
 OXR_API size_t oxr_decoder_direct(oxr_decoder *d, void **dst);
+/* n bytes were read into what oxr_decoder_direct offered (n at most that). */
 OXR_API void oxr_decoder_advance(oxr_decoder *d, size_t n);
 /* Bytes of an object begun but not finished (0 between objects). */
 OXR_API uint64_t oxr_decoder_pending(const oxr_decoder *d);

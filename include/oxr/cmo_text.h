@@ -32,6 +32,7 @@ OXR_API oxr_status_t oxr_text_parse(const char *s, size_t len, oxr_arena *a,
 /* Canonical text of an object or a frame, NUL-terminated, malloc'ed (the
  * caller frees it); parsing it gives the same object back. */
 OXR_API oxr_status_t oxr_text_print_cmo(const oxr_cmo *o, char **out, size_t *len);
+/* The same for an OX frame (oxr_text_print_cmo's rules). */
 OXR_API oxr_status_t oxr_text_print_msg(const oxr_ox_msg *m, char **out, size_t *len);
 
 #ifdef __cplusplus

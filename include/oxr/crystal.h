@@ -65,6 +65,8 @@ typedef struct oxr_crystal_stats {
 
 /* Collective over the group (every rank linked to every other). */
 OXR_API oxr_status_t oxr_crystal_create(oxr_group *g, oxr_crystal **out);
+/* Frees cr, its windows and its received records (NULL: nothing); before
+ * its group is destroyed. */
 OXR_API void oxr_crystal_destroy(oxr_crystal *cr);
 
 /* Appends one record for rank dest; p[0..len) is copied.  A dest outside
@@ -81,6 +83,7 @@ OXR_API oxr_status_t oxr_crystal_transfer(oxr_crystal *cr, int timeout_ms);
 /* The next received record: OXR_OK and *rec, or OXR_AGAIN after the last. */
 OXR_API oxr_status_t oxr_crystal_next(oxr_crystal *cr, oxr_crystal_rec *rec);
 
+/* Copies cr's oxr_crystal_stats into *st (OXR_ERR_INVAL for NULL). */
 OXR_API oxr_status_t oxr_crystal_get_stats(const oxr_crystal *cr, oxr_crystal_stats *st);
 
 #ifdef __cplusplus

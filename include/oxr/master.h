@@ -43,6 +43,7 @@ OXR_API oxr_status_t oxr_master_launch_with(const char *launcher, const char *se
 OXR_API oxr_status_t oxr_master_launch_each(const char *const *servers, int n, oxr_master **out);
 /* Shuts every server down (SM_shutdown, then SIGKILL after timeout_ms). */
 OXR_API void oxr_master_destroy(oxr_master *m, int timeout_ms);
+/* How many servers m drives. */
 OXR_API int oxr_master_size(const oxr_master *m);
 /* The data channel's socket of server i (for tests that write raw bytes). */
 OXR_API int oxr_master_data_fd(const oxr_master *m, int i);
@@ -55,7 +56,9 @@ OXR_API oxr_status_t oxr_master_wait(oxr_master *m, int i, int timeout_ms, int *
 /* RFC-100: push an object, send a command, pop the top (SM_popCMO and its
  * reply; a CMO_ERROR2 reply is returned as the object, status OXR_OK). */
 OXR_API oxr_status_t oxr_master_push(oxr_master *m, int i, const oxr_cmo *o);
+/* Sends the OX_COMMAND sm to server i. */
 OXR_API oxr_status_t oxr_master_cmd(oxr_master *m, int i, int32_t sm);
+/* SM_popCMO and its reply from server i, allocated from a. */
 OXR_API oxr_status_t oxr_master_pop(oxr_master *m, int i, int timeout_ms, oxr_arena *a,
 				    oxr_cmo **out);
 /* Reads the next reply (an OX_DATA) without asking: after an SM_popString
@@ -103,6 +106,8 @@ OXR_API oxr_status_t oxr_master_kill(oxr_master *m, int i);
 OXR_API oxr_status_t oxr_master_restart(oxr_master *m, int i, int timeout_ms);
 /* Each pushes the result on every server (RFC-102 conventions). */
 OXR_API oxr_status_t oxr_master_bcast(oxr_master *m, int root, const oxr_cmo *o);
+/* SM_reduce_102 of every server's top with op onto root (its result there,
+ * CMO_NULL elsewhere). */
 OXR_API oxr_status_t oxr_master_reduce(oxr_master *m, int root, const char *op);
 /* SM_reset_102 everywhere, after an RFC-100 reset of every server. */
 OXR_API oxr_status_t oxr_master_reset_102(oxr_master *m, int timeout_ms);

@@ -81,6 +81,7 @@ OXR_API const char *oxr_sm_name(int32_t sm);
 OXR_API int32_t oxr_sm_of(const char *name, size_t len);
 /* "OX_DATA" for 514; NULL when unknown. */
 OXR_API const char *oxr_ox_tag_name(int32_t tag);
+/* Tag of a name ("OX_DATA"), or 0 when unknown. */
 OXR_API int32_t oxr_ox_tag_of(const char *name, size_t len);
 
 /* One OX message.  cmo is set for OX_DATA, sm for OX_COMMAND. */
@@ -94,8 +95,11 @@ typedef struct oxr_ox_msg {
 /* Frame bytes of a message; has_serial 0 leaves the serial out, as the old
  * spec examples and bconv's text do (real links always carry it). */
 OXR_API oxr_status_t oxr_ox_size(const oxr_ox_msg *m, int has_serial, size_t *size);
+/* The frame into buf[0..cap), as oxr_cmo_encode (OXR_ERR_SPACE if cap is
+ * too small). */
 OXR_API oxr_status_t oxr_ox_encode(const oxr_ox_msg *m, int has_serial, int order,
 				   void *buf, size_t cap, size_t *len);
+/* The same into a malloc'ed buffer the caller frees. */
 OXR_API oxr_status_t oxr_ox_encode_alloc(const oxr_ox_msg *m, int has_serial, int order,
 					 uint8_t **buf, size_t *len);
 

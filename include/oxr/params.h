@@ -177,6 +177,7 @@ typedef struct oxr_param_desc {
 	uint64_t def_value;
 	const char *doc;
 } oxr_param_desc;
+/* Entry i of that table into *d: 1, or 0 past the last. */
 OXR_API int oxr_ctx_param_describe(size_t i, oxr_param_desc *d);
 
 #ifdef __cplusplus

@@ -52,6 +52,8 @@ enum oxr_engine_flags {
  * negotiated).  ctx may be NULL: one is made when a group is first needed. */
 OXR_API oxr_status_t oxr_engine_create(oxr_ctx *ctx, int wfd, int order, unsigned flags,
 				       oxr_engine **out);
+/* Frees e, its stack, its group and the context it made (a ctx passed to
+ * oxr_engine_create stays the caller's); wfd stays open.  NULL: nothing. */
 OXR_API void oxr_engine_destroy(oxr_engine *e);
 /* Feeds bytes of the data channel; complete messages are run at once.
  * OXR_OK: all consumed; an error: the stream is broken, the session ends. */
@@ -66,6 +68,7 @@ OXR_API int oxr_engine_finished(const oxr_engine *e);
 OXR_API volatile sig_atomic_t *oxr_engine_reset_flag(oxr_engine *e);
 /* Stack depth, and the object at depth i from the top (0: top); for tests. */
 OXR_API size_t oxr_engine_depth(const oxr_engine *e);
+/* The object at depth i (NULL past the bottom); it stays the engine's. */
 OXR_API const oxr_cmo *oxr_engine_peek(const oxr_engine *e, size_t i);
 
 /* The engine's mathcap (CMO_MATHCAP), built into a. */

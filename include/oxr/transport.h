@@ -85,7 +85,12 @@ extern "C" {
 typedef struct oxr_ctx oxr_ctx;
 typedef struct oxr_group oxr_group;
 
+/* A context configured from the environment (oxr_ctx_create_with(NULL,
+ * out)), the caller's: destroy it after its groups.  Errors: OXR_ERR_INVAL
+ * (a malformed OXR_* variable, named), OXR_ERR_NOMEM, and with
+ * OXR_TRANSPORT=verbs no usable device. */
 OXR_API oxr_status_t oxr_ctx_create(oxr_ctx **out);
+/* Frees c (NULL: nothing); its groups must be destroyed first. */
 OXR_API void oxr_ctx_destroy(oxr_ctx *c);
 /* "verbs" or "tcp": what this context's authenticated links use (OpenXM
  * links are always tcp; a verbs context falls back to tcp per link when the
@@ -99,11 +104,18 @@ OXR_API void oxr_ctx_set_interrupt(oxr_ctx *c, volatile sig_atomic_t *flag);
  * leak checks (0 and 0 without the verbs backend). */
 OXR_API void oxr_verbs_objects(uint64_t *qps, uint64_t *mrs);
 
+/* A group of nserver ranks of which this process is rank, with no link yet
+ * (oxr_link_*); the caller's, destroyed before c.  Errors: OXR_ERR_INVAL
+ * (rank not in 0..nserver-1), OXR_ERR_NOMEM, OXR_ERR_IO. */
 OXR_API oxr_status_t oxr_group_create(oxr_ctx *c, int nserver, int rank, oxr_group **out);
-/* Closes every link; pending receives are dropped. */
+/* Closes every link; pending receives are dropped.  The windows left are
+ * freed too; barriers, crystal routers and requests must go first. */
 OXR_API void oxr_group_destroy(oxr_group *g);
+/* How many ranks the group has (fewer after oxr_group_shrink). */
 OXR_API int oxr_group_size(const oxr_group *g);
+/* This process's rank in the group. */
 OXR_API int oxr_group_rank(const oxr_group *g);
+/* The group's epoch, one more after each reset or shrink. */
 OXR_API uint32_t oxr_group_epoch(const oxr_group *g);
 /* The secret OXR_LINK_AUTH links prove (32 bytes, e.g. oxr_boot_token()). */
 OXR_API oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len);
@@ -129,6 +141,10 @@ OXR_API oxr_status_t oxr_link_listen(oxr_group *g, int port, int *bound);
  * opens it now).  timeout_ms < 0: OXR_LINK_TIMEOUT_MS. */
 OXR_API oxr_status_t oxr_link_accept(oxr_group *g, int port, int peer_rank, int mode,
 				     int timeout_ms);
+/* Connects the link to peer_rank, which accepts on host:port; timeout_ms as
+ * oxr_link_accept's.  Errors of both: OXR_ERR_TIMEOUT, OXR_ERR_AUTH (the
+ * token or rank did not match), OXR_ERR_IO, OXR_ERR_INVAL (a bad rank, or
+ * a link to it is open already). */
 OXR_API oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, int peer_rank,
 				      int mode, int timeout_ms);
 /* The same over a Unix-domain socket path (an RFC-102 String port, as asir's
@@ -137,6 +153,7 @@ OXR_API oxr_status_t oxr_link_connect(oxr_group *g, const char *host, int port, 
  * accepts or timeout_ms passes.  A path longer than sun_path is an error. */
 OXR_API oxr_status_t oxr_link_accept_path(oxr_group *g, const char *path, int peer_rank, int mode,
 					  int timeout_ms);
+/* (connect: see oxr_link_accept_path.) */
 OXR_API oxr_status_t oxr_link_connect_path(oxr_group *g, const char *path, int peer_rank, int mode,
 					   int timeout_ms);
 /* 1 if a link to peer is open. */
@@ -170,6 +187,7 @@ typedef struct oxr_rmsg {
 	oxr_arena *arena; /* owned; freed by oxr_rmsg_free */
 } oxr_rmsg;
 
+/* Frees m, its message and its arena (NULL: nothing). */
 OXR_API void oxr_rmsg_free(oxr_rmsg *m);
 
 /*
@@ -188,13 +206,20 @@ OXR_API oxr_status_t oxr_recv(oxr_group *g, int peer, int timeout_ms, oxr_rmsg *
  * messages in the order they were posted, whichever is tested first; an
  * oxr_recv comes after the receives already posted. */
 typedef struct oxr_req oxr_req;
+/* Posts a send of m to peer; *req is the caller's (oxr_req_free). */
 OXR_API oxr_status_t oxr_isend(oxr_group *g, int peer, const oxr_ox_msg *m, oxr_req **req);
+/* Posts a receive from peer; *req is the caller's (oxr_req_free). */
 OXR_API oxr_status_t oxr_irecv(oxr_group *g, int peer, oxr_req **req);
 /* *done = 1 once complete; returns the operation's status then. */
 OXR_API oxr_status_t oxr_req_test(oxr_req *r, int *done);
+/* Waits for r to complete (timeout_ms < 0: forever); its status, or
+ * OXR_ERR_TIMEOUT. */
 OXR_API oxr_status_t oxr_req_wait(oxr_req *r, int timeout_ms);
 /* The received message of a completed irecv (ownership passes to the caller). */
 OXR_API oxr_rmsg *oxr_req_take(oxr_req *r);
+/* Frees r (NULL: nothing).  A send not begun is withdrawn; one begun is
+ * finished first, so its message's memory may go once this returns.  A
+ * receive not done is withdrawn, a received message not taken freed. */
 OXR_API void oxr_req_free(oxr_req *r);
 
 /* ---- one-sided windows --------------------------------------------- */
@@ -218,13 +243,19 @@ typedef struct oxr_win_note {
 	size_t len;
 } oxr_win_note;
 
+/* Window id over base[0..len), which stays the caller's and must outlive
+ * the window; *out is freed by oxr_win_destroy or with the group.  Errors:
+ * OXR_ERR_INVAL (NULL base, id in use), OXR_ERR_NOMEM, OXR_ERR_TIMEOUT and
+ * the links' errors while the descriptors are swapped. */
 OXR_API oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len,
 				    int timeout_ms, oxr_win **out);
 /* Zeroed, page-aligned memory for a window of g: on verbs from the NUMA node
  * of the group's device (where the HCA's DMA is cheapest), else plain.
  * Free it with oxr_win_free, with the same g and len, after the window. */
 OXR_API oxr_status_t oxr_win_alloc(oxr_group *g, size_t len, void **out);
+/* Frees memory of oxr_win_alloc. */
 OXR_API void oxr_win_free(oxr_group *g, void *p, size_t len);
+/* Closes the window (NULL: nothing); its memory stays the caller's. */
 OXR_API void oxr_win_destroy(oxr_win *w);
 /* Writes src[0..len) to peer's window id at offset.  Returns when the bytes
  * have left this process (local completion); the target sees them land, in
@@ -246,6 +277,7 @@ OXR_API oxr_status_t oxr_put_nonotify(oxr_group *g, int peer, uint32_t id, uint6
 OXR_API oxr_status_t oxr_win_wait(oxr_win *w, int timeout_ms, oxr_win_note *note);
 /* Puts landed so far, and puts refused (bad bounds, stale epoch, unknown id). */
 OXR_API uint64_t oxr_win_landed(const oxr_win *w);
+/* Puts into g's windows refused so far (all windows). */
 OXR_API uint64_t oxr_group_puts_refused(const oxr_group *g);
 
 /* What a group holds now and has done, for scale checks (oxr-bench --bench
@@ -267,6 +299,7 @@ typedef struct oxr_group_counters {
 				     * their own (OXR_VERBS_RINGS, OXR_SHM_RINGS) */
 	uint64_t beats_sent;        /* heartbeat pings and answers sent (OXR_HEARTBEAT_MS) */
 } oxr_group_counters;
+/* Fills *out (OXR_ERR_INVAL for NULL). */
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
 
 /* ---- revoke and reset ---------------------------------------------- */
