@@ -4,7 +4,7 @@
  * oxr_ctx_params, read once when a context is created.  One strict parser
  * reads them all: a malformed value (not a number, out of range, an unknown
  * word, too long) is an error naming the variable, its value and what is
- * allowed.  README.md's "Environment knobs" table lists them with their
+ * allowed.  docs/environment.md's users' table lists them with their
  * defaults (tests/transport/test_params.c checks it against this parser's table).
  *
  * A program can set fields itself, as UCX's ucp_params: the fields that
@@ -93,7 +93,7 @@ typedef struct oxr_group oxr_group;
  * OXR_ORDER_NETWORK or OXR_ORDER_LITTLE; verbs_cm 0 = tcp, 1 = rdmacm; links 0 = auto, 1 = ondemand, 2 = eager; boot
  * OXR_BOOT_SINGLETON, _RUN, _PMIX or -1 (detect); barrier 0 = bitmap,
  * 1 = dissemination, 2 = auto (dissemination at 2 ranks, bitmap above).  -1 in spin_us, gid_index, coll_spin_us,
- * server_timeout_ms and shm and NULL in a string are "the default" (README.md says
+ * server_timeout_ms and shm and NULL in a string are "the default" (docs/environment.md says
  * what that is).  A context's strings are its own copies.
  */
 typedef struct oxr_ctx_params {
@@ -172,7 +172,7 @@ typedef struct oxr_param_desc {
 	const char *name;     /* "OXR_BARRIER_RADIX" */
 	uint64_t field;       /* OXR_CTX_PARAM_BARRIER_RADIX */
 	const char *kind;     /* "int", "size", "word" or "string" */
-	const char *def;      /* the default as README.md says it: "16", "64 MiB" */
+	const char *def;      /* the default as docs/environment.md says it: "16", "64 MiB" */
 	int def_is_number;    /* def stands for def_value */
 	uint64_t def_value;
 	const char *doc;
