@@ -258,8 +258,12 @@ oxr_status_t oxr_revoke_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	/* an old epoch's revoke, or one more of this epoch's, is dropped before
 	 * its ranks are looked at: a shrink may have renumbered the group since,
 	 * so they may lie outside it now */
+	/* the next epoch's revoke counts once the sender's ball came, whether
+	 * the reset took it already or it still waits in the queue (the frame
+	 * is handled as it is read, the ball when the reset gets to it) */
 	if ((v[2] == g->epoch && g->epoch_revoked) ||
-	    (v[2] != g->epoch && !(v[2] == g->epoch + 1 && oxr_group_in_reset(g) && l->ball_seen))) {
+	    (v[2] != g->epoch && !(v[2] == g->epoch + 1 && oxr_group_in_reset(g) &&
+				   (l->ball_seen || l->ball_queued)))) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a revoke of epoch %u from rank %d dropped "
 			"(this rank is at %u%s)", g->rank, v[2], l->peer, g->epoch,
 			g->epoch_revoked ? ", revoked already" : "");
@@ -441,7 +445,7 @@ static int all_balls(void *arg)
 {
 	struct balls *b = arg;
 	oxr_group *g = b->g;
-	int i, all = 1;
+	int i, all = 1, shrinking = 0;
 
 	for (i = 0; i < g->nused; i++) {
 		int p = g->used[i];
@@ -454,6 +458,19 @@ static int all_balls(void *arg)
 			oxr_rmsg *m = oxr_link_take(l);
 			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
 			oxr_rmsg_free(m);
+		}
+		/* a rank that proposes a shrink left its reset (it saw a rank
+		 * fail) and sends no ball: this reset cannot end, and waiting for
+		 * the others' balls would hold this rank out of the shrink */
+		if (owed && !l->ball_seen && link_up(l) && oxr_shrink_proposed(l)) {
+			if (b->st == OXR_OK) {
+				b->st = OXR_ERR_PEER;
+				snprintf(b->msg, sizeof(b->msg), "reset: rank %d shrinks the group "
+					 "(it saw a rank fail; a reset needs every rank: "
+					 "oxr_group_shrink)", p);
+			}
+			shrinking = 1;
+			continue;
 		}
 		if ((!owed || !l->ball_seen) && link_down(l)) {
 			if (b->st == OXR_OK) {
@@ -472,7 +489,7 @@ static int all_balls(void *arg)
 	}
 	/* a link whose handshake is past its epoch check opens in this epoch:
 	 * its ball is owed too (oxr_reset_link_opened) */
-	return agreed(b) && all && !oxr_demand_committed(g);
+	return shrinking || (agreed(b) && all && !oxr_demand_committed(g));
 }
 
 /* What a reset that timed out still waits for, for its message: the

@@ -45,12 +45,12 @@ static size_t map_bytes(const oxr_group *g) { return ((size_t)g->size + 7) / 8; 
 static int has(const uint8_t *m, int r) { return m[r / 8] >> (r % 8) & 1; }
 static void drop_rank(uint8_t *m, int r) { m[r / 8] &= (uint8_t)~(1u << (r % 8)); }
 
-static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, const uint8_t *map)
+static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, const uint8_t *map,
+			       uint32_t epoch)
 {
+	const int32_t head[4] = { (int32_t)epoch, (int32_t)g->sh_gen, round, kind };
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_SHRINK };
 	int i;
-
-	const int32_t head[4] = { (int32_t)g->epoch, (int32_t)g->sh_gen, round, kind };
 
 	oxr_arena_reset(g->scratch);
 	m.cmo = oxr_cmo_new_list(g->scratch, 5);
@@ -86,6 +86,22 @@ static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
 			 p, from);
 		oxr_link_mark_failed(g, p, why);
 	}
+}
+
+int oxr_shrink_proposed(const struct link *l)
+{
+	return l->sh_round[0] || l->sh_round[1] || l->sh_next;
+}
+
+/* The peer proposes: it left its last reset, so what it sent before is of
+ * the old epoch.  A ball there, of a reset that failed, would be taken for
+ * its ball of the reset that ends this shrink, and that one then for a
+ * message of the new epoch. */
+static void forget_before(struct link *l)
+{
+	while (l->rq_head)
+		oxr_rmsg_free(oxr_link_take(l));
+	l->ball_seen = l->ball_queued = 0;
 }
 
 /* The next agreement's round 0 from a rank that decided this one (its
@@ -135,6 +151,8 @@ oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 		if ((uint32_t)v[1] - g->sh_gen != 1 || v[3] != PROPOSE || v[2] != 0 ||
 		    o->kids[4]->len > map_bytes(g))
 			goto bad;
+		forget_before(l);
+		l->sh_next_epoch = (uint32_t)v[0];
 		return keep_next(g, l, o->kids[4]);
 	}
 	if (o->kids[4]->len != map_bytes(g))
@@ -142,10 +160,16 @@ oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	slot = v[3] == COMMIT ? &g->sh_commit : &l->sh_map[v[2] & 1];
 	if (v[3] == COMMIT && *slot)
 		return OXR_OK; /* the first decision is the decision */
+	if (v[3] == COMMIT)
+		g->sh_commit_epoch = (uint32_t)v[0];
+	else
+		l->sh_epoch[v[2] & 1] = (uint32_t)v[0];
 	if (!*slot && !(*slot = malloc(map_bytes(g))))
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
 	memcpy(*slot, o->kids[4]->data, map_bytes(g));
 	if (v[3] == PROPOSE) {
+		if (!oxr_shrink_proposed(l))
+			forget_before(l);
 		l->sh_round[v[2] & 1] = v[2] + 1; /* 0: nothing yet */
 		left_out_failed(g, l->peer, *slot);
 	}
@@ -213,8 +237,16 @@ static void free_shrink_state(oxr_group *g)
 	g->sh_commit = NULL;
 }
 
-/* The agreed set into alive. */
-static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
+/*
+ * The agreed set into alive, and into *epoch the epoch the survivors go on
+ * from: the latest any of them is at.  A reset that a rank's death cut
+ * short ends on some ranks and not on others (those whose ball from it
+ * came before it died), so survivors come to the shrink one epoch apart;
+ * the reset that ends the shrink must start from one epoch everywhere.
+ * Each proposal says its sender's epoch; the deciders saw the same last
+ * round, so they name the same latest one, and a COMMIT carries it.
+ */
+static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, uint32_t *epoch)
 {
 	int round, p;
 	oxr_status_t st;
@@ -224,14 +256,16 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		int same = 1;
 		for (p = 0; p < g->size; p++)
 			if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)) &&
-			    (st = send_shrink(g, p, round, PROPOSE, alive)))
+			    (st = send_shrink(g, p, round, PROPOSE, alive, g->epoch)))
 				return st;
 		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
 			return st == OXR_ERR_TIMEOUT ? round_timeout(&x, timeout_ms) : st;
 		if (g->sh_commit) {
 			memcpy(alive, g->sh_commit, map_bytes(g));
+			*epoch = g->sh_commit_epoch > g->epoch ? g->sh_commit_epoch : g->epoch;
 			break;
 		}
+		*epoch = g->epoch;
 		for (p = 0; p < g->size; p++) {
 			const struct link *l = link_peek(g, p);
 			const uint8_t *theirs = l->sh_map[round & 1];
@@ -243,6 +277,8 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 				same = 0;
 				continue;
 			}
+			if (l->sh_epoch[round & 1] > *epoch)
+				*epoch = l->sh_epoch[round & 1];
 			for (i = 0; i < map_bytes(g); i++)
 				if (theirs[i] != alive[i]) {
 					same = 0;
@@ -252,7 +288,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms)
 		if (same) {
 			for (p = 0; p < g->size; p++)
 				if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)))
-					(void)send_shrink(g, p, round, COMMIT, alive);
+					(void)send_shrink(g, p, round, COMMIT, alive, *epoch);
 			break;
 		}
 	}
@@ -291,6 +327,7 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 			l->peer = n;
 			l->sh_map[0] = l->sh_next; /* the next agreement's round 0, if it came */
 			l->sh_round[0] = l->sh_next != NULL;
+			l->sh_epoch[0] = l->sh_next_epoch;
 			l->sh_next = NULL;
 			g->used[nused++] = n; /* used[] keeps up: a rank's new number is no higher */
 			if (l->fd >= 0) {
@@ -371,6 +408,7 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 {
 	size_t nb = map_bytes(g);
 	uint8_t *alive = calloc(1, nb);
+	uint32_t epoch = g->epoch;
 	int p;
 	oxr_status_t st;
 
@@ -393,11 +431,17 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 		free(alive);
 		return st;
 	}
-	st = agree(g, alive, timeout_ms);
+	st = agree(g, alive, timeout_ms, &epoch);
 	oxr_group_leave(g);
 	free_shrink_state(g);
 	if (st == OXR_OK)
 		st = renumber(g, alive);
+	/* behind the others: their reset ended, this one's did not (the
+	 * group stays revoked: the reset that ends the shrink follows) */
+	while (st == OXR_OK && g->epoch < epoch) {
+		oxr_group_next_epoch(g);
+		oxr_group_mark_revoked(g);
+	}
 	free(alive);
 	return st;
 }

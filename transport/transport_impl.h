@@ -111,6 +111,7 @@ struct oxr_group {
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
 	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
+	uint32_t sh_commit_epoch; /* and the epoch it names (see agree) */
 	uint32_t sh_gen;        /* shrink: agreements decided (a frame names its own:
 				   older ones are late, the next one is early) */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
@@ -233,6 +234,8 @@ oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
 oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 /* shrink.c: a SHRINK frame from link l. */
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
+/* 1 once the peer has proposed in this shrink or the next: it runs no reset */
+int oxr_shrink_proposed(const struct link *l);
 /* window.c: forgets every peer's window descriptor (a shrink renumbers). */
 void oxr_windows_forget_peers(oxr_group *g);
 /* A revoke: drops the landed-put notes of every window and deregisters

@@ -145,6 +145,8 @@ static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int
 		if (r == revoker) {
 			st = oxr_group_revoke(g);
 		} else if ((st = oxr_recv(g, revoker, TMO, &m)) == OXR_OK) {
+			fprintf(stderr, "rank %d: a message (tag %u) from rank %d, epoch %u\n", r,
+				m->msg.tag, revoker, epoch);
 			oxr_rmsg_free(m); /* nobody sends: a message is wrong */
 			*wrong = 1;
 			return OXR_OK;
@@ -154,7 +156,9 @@ static oxr_status_t run_op(oxr_group *g, const char *op, struct op_state *s, int
 		if (st || (st = oxr_group_reset(g, TMO)))
 			return st;
 		/* the next revoker may have revoked the new epoch already */
-		*wrong = oxr_group_epoch(g) != epoch + 1;
+		if ((*wrong = oxr_group_epoch(g) != epoch + 1))
+			fprintf(stderr, "rank %d: epoch %u after the reset from %u\n", r,
+				oxr_group_epoch(g), epoch);
 	} else {
 		fprintf(stderr, "fault_child: unknown OP %s\n", op);
 		exit(2);
@@ -252,18 +256,21 @@ int main(int argc, char **argv)
 		die("barrier");
 	start = now_us();
 	for (;;) {
-		if (mine >= 0 && (mine == 0 || !in_shrink) && now_us() - start >= kill_at) {
+		/* a victim whose operation failed first (another died) dies now */
+		if (mine >= 0 && (mine == 0 || !in_shrink) && (st || now_us() - start >= kill_at)) {
 			printf("victim %d kill at %lld\n", rank, now_us());
 			fflush(stdout);
 			raise(SIGKILL);
 		}
+		if (st)
+			break;
 		st = run_op(g, op, &s, &wrong);
 		if (wrong) {
 			fprintf(stderr, "rank %d: %s gave a wrong result before the failure\n", rank, op);
 			return 1;
 		}
 		if (st)
-			break;
+			continue;
 		see_transport(g);
 		if (outside && s.iter == 1) {
 			printf("rank %d: %s running\n", rank, op);
@@ -288,13 +295,13 @@ int main(int argc, char **argv)
 		if (mine > 0)
 			die_now(SIGKILL); /* the shrink was quicker than the timer */
 		s.iter = 0; /* the ranks failed in different iterations: count afresh */
-		if ((st = make_objects(g, op, &s)))
-			die("making the %s objects on the shrunk group", op);
 		start = now_us();
-		do
-			st = run_op(g, op, &s, &wrong);
-		while (!st && !wrong && !outside && oxr_group_size(g) > n0 - k &&
-		       now_us() - start < wait_us);
+		/* making a barrier or a router is collective: it fails as well */
+		if (!(st = make_objects(g, op, &s)))
+			do
+				st = run_op(g, op, &s, &wrong);
+			while (!st && !wrong && !outside && oxr_group_size(g) > n0 - k &&
+			       now_us() - start < wait_us);
 		if (wrong || (!st && !outside && oxr_group_size(g) > n0 - k) || (st && shrinks > k)) {
 			fprintf(stderr, "rank %d: %s on the shrunk group of %d (shrink %d): %s%s\n",
 				rank, op, oxr_group_size(g), shrinks, st ? oxr_errmsg() : "",
