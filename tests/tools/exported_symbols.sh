@@ -11,6 +11,7 @@ lib=$1
 inc=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/set_diff.sh"
 
 nm -D --defined-only "$lib" | awk '{ print $3 }' | sort >"$tmp/exported"
 cat "$inc"/*.h | grep -E '^[A-Za-z_]' | grep -Ev '^(static|typedef|extern "C")' |
@@ -23,15 +24,7 @@ if grep -v '^OXR_API ' "$tmp/decls" >"$tmp/unmarked"; then
 	sed 's/^/  /' "$tmp/unmarked"
 	fail=1
 fi
-if comm -23 "$tmp/exported" "$tmp/declared" | grep . >"$tmp/extra"; then
-	echo "exported by $lib but declared in no public header:"
-	sed 's/^/  /' "$tmp/extra"
-	fail=1
-fi
-if comm -13 "$tmp/exported" "$tmp/declared" | grep . >"$tmp/missing"; then
-	echo "declared in $inc but not exported by $lib:"
-	sed 's/^/  /' "$tmp/missing"
-	fail=1
-fi
+set_diff "$tmp/exported" "$tmp/declared" "exported by $lib but declared in no public header:" \
+	"declared in $inc but not exported by $lib:" || fail=1
 echo "$(wc -l <"$tmp/exported") symbols exported, $(wc -l <"$tmp/declared") functions declared"
 exit $fail

@@ -14,6 +14,7 @@ man_dir=$1
 shift
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/set_diff.sh"
 
 if ! command -v groff >/dev/null; then
 	echo "groff is not installed (Debian: groff-base)"
@@ -55,16 +56,9 @@ for tool in "$@"; do
 	fi
 	help_options <"$tmp/help" >"$tmp/in_help"
 	page_options "$page" >"$tmp/in_page"
-	if comm -23 "$tmp/in_help" "$tmp/in_page" | grep . >"$tmp/missing"; then
-		echo "$name: options of --help missing from OPTIONS in $page:"
-		sed 's/^/  /' "$tmp/missing"
-		fail=1
-	fi
-	if comm -13 "$tmp/in_help" "$tmp/in_page" | grep . >"$tmp/extra"; then
-		echo "$name: options under OPTIONS in $page that --help does not print:"
-		sed 's/^/  /' "$tmp/extra"
-		fail=1
-	fi
+	set_diff "$tmp/in_help" "$tmp/in_page" \
+		"$name: options of --help missing from OPTIONS in $page:" \
+		"$name: options under OPTIONS in $page that --help does not print:" || fail=1
 	if ! groff -man -Tutf8 -ww -z "$page" >"$tmp/groff" 2>&1 || [ -s "$tmp/groff" ]; then
 		echo "$name: groff -man -ww warns on $page:"
 		cat "$tmp/groff"
