@@ -50,8 +50,6 @@ struct oxr_barrier {
 	oxr_status_t err;
 };
 
-static unsigned next_instance;
-
 const char *oxr_barrier_algo_name(int algo)
 {
 	return algo == OXR_BARRIER_BITMAP ? "bitmap"
@@ -127,7 +125,7 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	}
 	b->spin_us = spin;
-	b->id = BAR_WIN_BASE | (next_instance++ & 0xffu);
+	b->id = BAR_WIN_BASE | (oxr_group_next_object(g) & 0xffu);
 	if ((st = oxr_win_create(g, b->id, b->mem, b->len, 60000, &b->w))) {
 		oxr_barrier_destroy(b);
 		return st;

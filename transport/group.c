@@ -66,7 +66,7 @@ void oxr_group_destroy(oxr_group *g)
 		close(g->lis[i].fd);
 	free(g->lis);
 	oxr_windows_free(g);
-	free(g->sh_commit);
+	free(g->sh_commit.map);
 	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
 	for (i = 0; i < g->nused; i++)
@@ -80,6 +80,24 @@ void oxr_group_destroy(oxr_group *g)
 int oxr_group_size(const oxr_group *g) { return g->size; }
 int oxr_group_rank(const oxr_group *g) { return g->rank; }
 uint32_t oxr_group_epoch(const oxr_group *g) { return g->epoch; }
+
+uint32_t oxr_group_next_object(oxr_group *g) { return g->objs++; }
+
+int oxr_rank_list(const oxr_group *g, int (*owes)(const oxr_group *, int, const void *),
+		  const void *arg, char *buf, size_t len)
+{
+	size_t at = 0;
+	int i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < g->nused; i++)
+		if (owes(g, g->used[i], arg) && n++ < 8)
+			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s%d",
+					       n == 1 ? "" : ", ", g->used[i]);
+	if (n > 8)
+		snprintf(buf + at, at < len ? len - at : 0, " (%d in all)", n);
+	return n;
+}
 
 oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len)
 {

@@ -73,13 +73,9 @@ struct link {
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 	int64_t last_rx;          /* ms of the last bytes in (heartbeat) */
-	uint8_t *sh_map[2];     /* shrink: the peer's proposals of the last two rounds */
-	int sh_round[2];        /* their round + 1 (0: none) */
-	uint32_t sh_epoch[2];   /* the epoch each was sent in */
-	uint8_t *sh_next;       /* shrink: its round 0 of the next agreement, come before
-				   this rank decided the one it runs (adopted at renumber) */
-	size_t sh_next_len;
-	uint32_t sh_next_epoch;
+	struct sh_prop sh[2];   /* shrink: the peer's proposals of the last two rounds */
+	struct sh_prop *sh_next; /* its round 0 of the next agreement, come before this
+				    rank decided the one it runs (adopted at renumber) */
 	/* opening on demand (link_demand.c): the handshake that will open it
 	 * (NULL: none runs now), and while none does, when to try again (the
 	 * peer was in another epoch) or by when the peer's own open must come

@@ -253,9 +253,7 @@ void oxr_link_close(oxr_group *g, struct link *l)
 	oxr_decoder_destroy(l->dec);
 	oxr_arena_destroy(l->arena);
 	free(l->rbuf);
-	free(l->sh_map[0]);
-	free(l->sh_map[1]);
-	free(l->sh_next);
+	oxr_shrink_free(l);
 	destroy_priv(g, l->ops, l->priv);
 	oxr_demand_drop_link(g, l);
 	peer = l->peer; /* the slot stays that rank's */

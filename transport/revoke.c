@@ -494,23 +494,22 @@ static int all_balls(void *arg)
 
 /* What a reset that timed out still waits for, for its message: the
  * balls owed (the first few ranks), the agreement round, a handshake. */
+static int owes_ball(const oxr_group *g, int p, const void *arg)
+{
+	(void)arg;
+	return link_up(g->links[p]) && ball_in(g, p) && !g->links[p]->ball_seen;
+}
+
 static void reset_waits(oxr_group *g, const struct balls *b, char *buf, size_t len)
 {
+	char who[96];
 	size_t at = 0;
-	int i, owed = 0, k = b->rounds;
+	int k = b->rounds;
 
 #define SAY(...) (at += (size_t)snprintf(buf + at, at < len ? len - at : 0, __VA_ARGS__))
 	buf[0] = 0;
-	for (i = 0; i < g->nused; i++) {
-		int p = g->used[i];
-		const struct link *l = g->links[p];
-		if (!link_up(l) || !ball_in(g, p) || l->ball_seen)
-			continue;
-		if (owed++ < 8)
-			SAY("%s%d", owed == 1 ? "the balls of ranks " : ", ", p);
-	}
-	if (owed > 8)
-		SAY(" (%d in all)", owed);
+	if (oxr_rank_list(g, owes_ball, NULL, who, sizeof(who)))
+		SAY("the balls of ranks %s", who);
 	if (k > 0 && k <= agree_rounds(g) && !(g->agree_got[g->epoch & 1] & 1u << (k - 1)))
 		SAY("%sround %d of the agreement from rank %d", at ? "; " : "", k - 1,
 		    agree_partner(g, k - 1, -1));

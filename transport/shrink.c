@@ -10,7 +10,10 @@
  * from each of them or for their links to fail.  If every proposal equals
  * its own and no link failed, it decides alive and sends COMMIT(alive);
  * otherwise alive becomes the intersection of what came, minus the failed,
- * and round r + 1 starts.  A COMMIT ends the protocol with its set at once.
+ * and round r + 1 starts.  A COMMIT ends the protocol with its set at once;
+ * a rank that takes a COMMIT sends it on to all of the set before anything
+ * else, so that a decider that dies halfway through its COMMITs leaves
+ * either nobody alive with its decision or everybody.
  * A proposal that leaves a rank out fails that rank's link here as well
  * (the sender saw it fail, and failures are final): no survivor waits for
  * a dead rank only another survivor's detector found.
@@ -20,9 +23,15 @@
  * from everyone in S, and every other rank either decides S in round r or
  * saw a failure the decider did not (a rank that died in the middle of its
  * sends) and is in round r + 1, waiting for a proposal the decider will not
- * send: the decider's COMMIT reaches it first and it adopts S.  A member of
- * S that died meanwhile fails the new group at once (failure detection),
- * and the survivors shrink again.
+ * send: the decider's COMMIT reaches it first and it adopts S.  If the
+ * decider died before its COMMIT reached a rank C, any live rank H that
+ * took S sent S on to C before its next proposal, which C waits for: C
+ * takes S too.  A member of S that died meanwhile fails the new group at
+ * once (failure detection), and the survivors shrink again.
+ *
+ * A proposal also carries its sender's epoch and count of collective
+ * objects; the decision takes the highest of each, so that survivors that
+ * left the old group at different points go on alike.
  *
  * Then the links to ranks outside the set close, the others are moved to
  * their new numbers, and a reset (an OX_SYNC_BALL on every link, the new
@@ -45,20 +54,24 @@ static size_t map_bytes(const oxr_group *g) { return ((size_t)g->size + 7) / 8; 
 static int has(const uint8_t *m, int r) { return m[r / 8] >> (r % 8) & 1; }
 static void drop_rank(uint8_t *m, int r) { m[r / 8] &= (uint8_t)~(1u << (r % 8)); }
 
+/* Frame: [epoch, agreement, round, kind, objects, map]. */
+enum { F_EPOCH, F_GEN, F_ROUND, F_KIND, F_OBJS, F_MAP, F_N };
+
 static oxr_status_t send_shrink(oxr_group *g, int peer, int round, int kind, const uint8_t *map,
-			       uint32_t epoch)
+			       uint32_t epoch, uint32_t objs)
 {
-	const int32_t head[4] = { (int32_t)epoch, (int32_t)g->sh_gen, round, kind };
+	const int32_t head[F_MAP] = { (int32_t)epoch, (int32_t)g->sh_gen, round, kind,
+				      (int32_t)objs };
 	oxr_ox_msg m = { .tag = OXR_OX_PRIVATE_SHRINK };
 	int i;
 
 	oxr_arena_reset(g->scratch);
-	m.cmo = oxr_cmo_new_list(g->scratch, 5);
-	for (i = 0; m.cmo && i < 4; i++)
+	m.cmo = oxr_cmo_new_list(g->scratch, F_N);
+	for (i = 0; m.cmo && i < F_MAP; i++)
 		if (!(m.cmo->kids[i] = oxr_cmo_new_int32(g->scratch, head[i])))
 			m.cmo = NULL;
-	if (m.cmo && !(m.cmo->kids[4] = oxr_cmo_new_bytes(g->scratch, OXR_CMO_DATUM, map,
-							  map_bytes(g))))
+	if (m.cmo && !(m.cmo->kids[F_MAP] = oxr_cmo_new_bytes(g->scratch, OXR_CMO_DATUM, map,
+							      map_bytes(g))))
 		m.cmo = NULL;
 	if (!m.cmo)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
@@ -90,7 +103,38 @@ static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
 
 int oxr_shrink_proposed(const struct link *l)
 {
-	return l->sh_round[0] || l->sh_round[1] || l->sh_next;
+	return l->sh[0].round || l->sh[1].round || l->sh_next;
+}
+
+static void prop_clear(struct sh_prop *p)
+{
+	free(p->map);
+	memset(p, 0, sizeof(*p));
+}
+
+void oxr_shrink_free(struct link *l)
+{
+	prop_clear(&l->sh[0]);
+	prop_clear(&l->sh[1]);
+	if (l->sh_next)
+		prop_clear(l->sh_next);
+	free(l->sh_next);
+	l->sh_next = NULL;
+}
+
+/* p takes what a frame says (its map copied). */
+static oxr_status_t prop_set(struct sh_prop *p, const int32_t *v, const oxr_cmo *map)
+{
+	uint8_t *m = p->len == map->len && p->map ? p->map : malloc(map->len ? map->len : 1);
+
+	if (!m)
+		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
+	if (m != p->map)
+		free(p->map);
+	memcpy(m, map->data, map->len);
+	*p = (struct sh_prop){ .map = m, .len = map->len, .round = v[F_ROUND] + 1,
+			       .epoch = (uint32_t)v[F_EPOCH], .objs = (uint32_t)v[F_OBJS] };
+	return OXR_OK;
 }
 
 /* The peer proposes: it left its last reset, so what it sent before is of
@@ -107,72 +151,72 @@ static void forget_before(struct link *l)
 /* The next agreement's round 0 from a rank that decided this one (its
  * COMMIT came first on the link) while this rank has not yet: kept for
  * renumber(), which starts the next agreement's slots with it. */
-static oxr_status_t keep_next(oxr_group *g, struct link *l, const oxr_cmo *map)
+static oxr_status_t keep_next(oxr_group *g, struct link *l, const int32_t *v, const oxr_cmo *map)
 {
 	if (l->sh_next)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent two proposals ahead of rank %d's "
 			       "shrink", l->peer, g->rank);
-	if (!(l->sh_next = malloc(map->len ? map->len : 1)))
+	if (!(l->sh_next = calloc(1, sizeof(*l->sh_next))))
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
-	memcpy(l->sh_next, map->data, map->len);
-	l->sh_next_len = map->len;
-	return OXR_OK;
+	return prop_set(l->sh_next, v, map);
 }
 
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 {
-	const oxr_cmo *o = m->cmo;
-	int32_t v[4];
-	uint8_t **slot;
-	int i;
+	const oxr_cmo *o = m->cmo, *map;
+	int32_t v[F_MAP];
+	struct sh_prop *slot;
+	oxr_status_t st;
+	int i, had;
 
 	if (l->mode != OXR_LINK_AUTH)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent an oxr shrink on an OpenXM link", l->peer);
-	if (!o || o->tag != OXR_CMO_LIST || o->nkids != 5 || o->kids[4]->tag != OXR_CMO_DATUM)
+	if (!o || o->tag != OXR_CMO_LIST || o->nkids != F_N || o->kids[F_MAP]->tag != OXR_CMO_DATUM)
 		goto bad;
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < F_MAP; i++) {
 		if (o->kids[i]->tag != OXR_CMO_INT32)
 			goto bad;
 		v[i] = o->kids[i]->v.i32;
 	}
-	if (v[2] < 0 || (v[3] != PROPOSE && v[3] != COMMIT))
+	map = o->kids[F_MAP];
+	if (v[F_ROUND] < 0 || (v[F_KIND] != PROPOSE && v[F_KIND] != COMMIT))
 		goto bad;
 	/* an agreement this rank decided is over: what still comes of it is
 	 * late (it precedes the peers' reset balls, and names old ranks).  The
 	 * agreement's number, not the epoch, says which one a frame is of: a
 	 * survivor still in the last reset (a revoke of its next epoch came
 	 * first) is an epoch behind and runs the same agreement */
-	if ((uint32_t)v[1] < g->sh_gen) {
+	if ((uint32_t)v[F_GEN] < g->sh_gen) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a shrink of epoch %d, agreement %d from "
-			"rank %d dropped", g->rank, v[0], v[1], l->peer);
+			"rank %d dropped", g->rank, v[F_EPOCH], v[F_GEN], l->peer);
 		return OXR_OK;
 	}
-	if ((uint32_t)v[1] != g->sh_gen) {
-		if ((uint32_t)v[1] - g->sh_gen != 1 || v[3] != PROPOSE || v[2] != 0 ||
-		    o->kids[4]->len > map_bytes(g))
+	if ((uint32_t)v[F_GEN] != g->sh_gen) {
+		if ((uint32_t)v[F_GEN] - g->sh_gen != 1 || v[F_KIND] != PROPOSE || v[F_ROUND] != 0 ||
+		    map->len > map_bytes(g))
 			goto bad;
 		forget_before(l);
-		l->sh_next_epoch = (uint32_t)v[0];
-		return keep_next(g, l, o->kids[4]);
+		return keep_next(g, l, v, map);
 	}
-	if (o->kids[4]->len != map_bytes(g))
+	if (map->len != map_bytes(g))
 		goto bad;
-	slot = v[3] == COMMIT ? &g->sh_commit : &l->sh_map[v[2] & 1];
-	if (v[3] == COMMIT && *slot)
-		return OXR_OK; /* the first decision is the decision */
-	if (v[3] == COMMIT)
-		g->sh_commit_epoch = (uint32_t)v[0];
-	else
-		l->sh_epoch[v[2] & 1] = (uint32_t)v[0];
-	if (!*slot && !(*slot = malloc(map_bytes(g))))
-		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
-	memcpy(*slot, o->kids[4]->data, map_bytes(g));
-	if (v[3] == PROPOSE) {
-		if (!oxr_shrink_proposed(l))
-			forget_before(l);
-		l->sh_round[v[2] & 1] = v[2] + 1; /* 0: nothing yet */
-		left_out_failed(g, l->peer, *slot);
-	}
+	if (v[F_KIND] == COMMIT)
+		/* the first decision is the decision */
+		return g->sh_commit.map ? OXR_OK : prop_set(&g->sh_commit, v, map);
+	slot = &l->sh[v[F_ROUND] & 1];
+	had = oxr_shrink_proposed(l);
+	if ((st = prop_set(slot, v, map)))
+		return st;
+	if (!had)
+		forget_before(l);
+	left_out_failed(g, l->peer, slot->map);
+	/* the peer shrinks after a failure this rank may not have seen: a
+	 * reset that a death cut short ends on some ranks and fails on others,
+	 * and those that ended it would wait in the new epoch for ranks that
+	 * now only agree.  The revoke fails their waits and goes on to all. */
+	if (!g->epoch_revoked)
+		oxr_revoke_local(g, l->peer, l->peer, "rank %d shrinks the group (it saw a rank "
+				 "fail; oxr_group_shrink here too)", l->peer);
 	return OXR_OK;
 bad:
 	return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed shrink", l->peer);
@@ -184,17 +228,24 @@ struct round_wait {
 	int round;
 };
 
+static int owes_proposal(const oxr_group *g, int p, const void *arg)
+{
+	const struct round_wait *x = arg;
+
+	return p != g->rank && has(x->alive, p) && link_up(g->links[p]) &&
+	       g->links[p]->sh[x->round & 1].round != x->round + 1;
+}
+
 static int round_done(void *arg)
 {
 	struct round_wait *x = arg;
 	oxr_group *g = x->g;
-	int p;
+	int i;
 
-	if (g->sh_commit)
+	if (g->sh_commit.map)
 		return 1;
-	for (p = 0; p < g->size; p++)
-		if (p != g->rank && has(x->alive, p) && link_up(link_peek(g, p)) &&
-		    g->links[p]->sh_round[x->round & 1] != x->round + 1)
+	for (i = 0; i < g->nused; i++)
+		if (owes_proposal(g, g->used[i], x))
 			return 0;
 	return 1;
 }
@@ -203,22 +254,12 @@ static int round_done(void *arg)
  * sent nothing, which is a stopped or cut-off rank no detector caught. */
 static oxr_status_t round_timeout(const struct round_wait *x, int timeout_ms)
 {
-	const oxr_group *g = x->g;
 	char who[96];
-	size_t at = 0;
-	int p, owed = 0;
+	int owed = oxr_rank_list(x->g, owes_proposal, x, who, sizeof(who));
 
-	who[0] = 0;
-	for (p = 0; p < g->size; p++)
-		if (p != g->rank && has(x->alive, p) && link_up(link_peek(g, p)) &&
-		    g->links[p]->sh_round[x->round & 1] != x->round + 1 && owed++ < 8)
-			at += (size_t)snprintf(who + at, at < sizeof(who) ? sizeof(who) - at : 0,
-					       "%s%d", owed == 1 ? "" : ", ", p);
-	if (owed > 8)
-		snprintf(who + at, at < sizeof(who) ? sizeof(who) - at : 0, " (%d in all)", owed);
 	return oxr_err(OXR_ERR_TIMEOUT, "shrink: rank %d still waits after %d ms for round %d's "
 		       "proposal of rank%s %s, whose link%s up (a rank stopped, not dead: "
-		       "OXR_HEARTBEAT_MS finds it)", g->rank, timeout_ms, x->round,
+		       "OXR_HEARTBEAT_MS finds it)", x->g->rank, timeout_ms, x->round,
 		       owed > 1 ? "s" : "", who, owed > 1 ? "s are" : " is");
 }
 
@@ -228,25 +269,44 @@ static void free_shrink_state(oxr_group *g)
 
 	for (i = 0; i < g->nused; i++) {
 		struct link *l = g->links[g->used[i]];
-		free(l->sh_map[0]);
-		free(l->sh_map[1]);
-		l->sh_map[0] = l->sh_map[1] = NULL;
-		l->sh_round[0] = l->sh_round[1] = 0;
+		prop_clear(&l->sh[0]);
+		prop_clear(&l->sh[1]);
 	}
-	free(g->sh_commit);
-	g->sh_commit = NULL;
+	prop_clear(&g->sh_commit);
+}
+
+/* What survivors go on from besides the set (see agree). */
+struct verdict {
+	uint32_t epoch, objs;
+};
+
+static void verdict_max(struct verdict *d, uint32_t epoch, uint32_t objs)
+{
+	d->epoch = epoch > d->epoch ? epoch : d->epoch;
+	d->objs = objs > d->objs ? objs : d->objs;
+}
+
+/* The decision to every other member of alive. */
+static void commit_to_all(oxr_group *g, const uint8_t *alive, int round, const struct verdict *d)
+{
+	int p;
+
+	for (p = 0; p < g->size; p++)
+		if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)))
+			(void)send_shrink(g, p, round, COMMIT, alive, d->epoch, d->objs);
 }
 
 /*
- * The agreed set into alive, and into *epoch the epoch the survivors go on
- * from: the latest any of them is at.  A reset that a rank's death cut
- * short ends on some ranks and not on others (those whose ball from it
- * came before it died), so survivors come to the shrink one epoch apart;
- * the reset that ends the shrink must start from one epoch everywhere.
- * Each proposal says its sender's epoch; the deciders saw the same last
- * round, so they name the same latest one, and a COMMIT carries it.
+ * The agreed set into alive, and into *d the epoch and object count the
+ * survivors go on from: the highest any of them is at.  A reset that a
+ * rank's death cut short ends on some ranks and not on others (those whose
+ * ball from it came before it died), so survivors come to the shrink one
+ * epoch apart; the reset that ends the shrink must start from one epoch
+ * everywhere.  Each proposal says its sender's epoch and count; the
+ * deciders saw the same last round, so they name the same highest ones,
+ * and a COMMIT carries them.
  */
-static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, uint32_t *epoch)
+static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, struct verdict *d)
 {
 	int round, p;
 	oxr_status_t st;
@@ -256,19 +316,20 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, uint32_t
 		int same = 1;
 		for (p = 0; p < g->size; p++)
 			if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)) &&
-			    (st = send_shrink(g, p, round, PROPOSE, alive, g->epoch)))
+			    (st = send_shrink(g, p, round, PROPOSE, alive, g->epoch, g->objs)))
 				return st;
 		if ((st = oxr_progress_until(g, round_done, &x, timeout_ms)))
 			return st == OXR_ERR_TIMEOUT ? round_timeout(&x, timeout_ms) : st;
-		if (g->sh_commit) {
-			memcpy(alive, g->sh_commit, map_bytes(g));
-			*epoch = g->sh_commit_epoch > g->epoch ? g->sh_commit_epoch : g->epoch;
+		*d = (struct verdict){ g->epoch, g->objs };
+		if (g->sh_commit.map) {
+			memcpy(alive, g->sh_commit.map, map_bytes(g));
+			verdict_max(d, g->sh_commit.epoch, g->sh_commit.objs);
+			commit_to_all(g, alive, round, d); /* before anything else: see above */
 			break;
 		}
-		*epoch = g->epoch;
 		for (p = 0; p < g->size; p++) {
 			const struct link *l = link_peek(g, p);
-			const uint8_t *theirs = l->sh_map[round & 1];
+			const uint8_t *theirs = l->sh[round & 1].map;
 			size_t i;
 			if (p == g->rank || !has(alive, p))
 				continue;
@@ -277,8 +338,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, uint32_t
 				same = 0;
 				continue;
 			}
-			if (l->sh_epoch[round & 1] > *epoch)
-				*epoch = l->sh_epoch[round & 1];
+			verdict_max(d, l->sh[round & 1].epoch, l->sh[round & 1].objs);
 			for (i = 0; i < map_bytes(g); i++)
 				if (theirs[i] != alive[i]) {
 					same = 0;
@@ -286,9 +346,7 @@ static oxr_status_t agree(oxr_group *g, uint8_t *alive, int timeout_ms, uint32_t
 				}
 		}
 		if (same) {
-			for (p = 0; p < g->size; p++)
-				if (p != g->rank && has(alive, p) && link_up(link_peek(g, p)))
-					(void)send_shrink(g, p, round, COMMIT, alive, *epoch);
+			commit_to_all(g, alive, round, d);
 			break;
 		}
 	}
@@ -325,10 +383,11 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		} else if (l) {
 			nl[n] = l;
 			l->peer = n;
-			l->sh_map[0] = l->sh_next; /* the next agreement's round 0, if it came */
-			l->sh_round[0] = l->sh_next != NULL;
-			l->sh_epoch[0] = l->sh_next_epoch;
-			l->sh_next = NULL;
+			if (l->sh_next) { /* the next agreement's round 0 came */
+				l->sh[0] = *l->sh_next;
+				free(l->sh_next);
+				l->sh_next = NULL;
+			}
 			g->used[nused++] = n; /* used[] keeps up: a rank's new number is no higher */
 			if (l->fd >= 0) {
 				struct epoll_event ev = { .events = l->events, .data.u32 = (uint32_t)n };
@@ -358,16 +417,14 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 	g->sh_gen++;
 	for (p = 0; p < nused; p++) { /* kept ahead: checked now that the size is known */
 		struct link *l = nl[g->used[p]];
-		if (!l->sh_map[0])
+		if (!l->sh[0].map)
 			continue;
-		if (l->sh_next_len != map_bytes(g)) {
-			free(l->sh_map[0]);
-			l->sh_map[0] = NULL;
-			l->sh_round[0] = 0;
+		if (l->sh[0].len != map_bytes(g)) {
+			prop_clear(&l->sh[0]);
 			oxr_link_fail(g, l, OXR_ERR_PROTO, "rank %d sent a malformed shrink", l->peer);
 			continue;
 		}
-		left_out_failed(g, l->peer, l->sh_map[0]);
+		left_out_failed(g, l->peer, l->sh[0].map);
 	}
 	oxr_windows_forget_peers(g); /* their descriptors name old ranks */
 	return OXR_OK;
@@ -408,7 +465,7 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 {
 	size_t nb = map_bytes(g);
 	uint8_t *alive = calloc(1, nb);
-	uint32_t epoch = g->epoch;
+	struct verdict d = { g->epoch, g->objs };
 	int p;
 	oxr_status_t st;
 
@@ -431,17 +488,19 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 		free(alive);
 		return st;
 	}
-	st = agree(g, alive, timeout_ms, &epoch);
+	st = agree(g, alive, timeout_ms, &d);
 	oxr_group_leave(g);
 	free_shrink_state(g);
 	if (st == OXR_OK)
 		st = renumber(g, alive);
 	/* behind the others: their reset ended, this one's did not (the
 	 * group stays revoked: the reset that ends the shrink follows) */
-	while (st == OXR_OK && g->epoch < epoch) {
+	while (st == OXR_OK && g->epoch < d.epoch) {
 		oxr_group_next_epoch(g);
 		oxr_group_mark_revoked(g);
 	}
+	if (st == OXR_OK)
+		g->objs = d.objs;
 	free(alive);
 	return st;
 }

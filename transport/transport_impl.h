@@ -70,6 +70,15 @@ enum oxr_gact { OXR_GA_NONE, OXR_GA_RESETTING, OXR_GA_SHRINKING, OXR_GA_CLOSING,
 /* The state a user sees: the epoch's revoke and the activity together. */
 enum oxr_gstate { OXR_GS_OPEN, OXR_GS_REVOKED, OXR_GS_RESETTING, OXR_GS_SHRINKING, OXR_GS_CLOSING };
 
+/* What one shrink frame said (shrink.c): a proposal, or the decision. */
+struct sh_prop {
+	uint8_t *map;           /* the set of ranks, a bit each; NULL: none came */
+	size_t len;             /* its bytes */
+	int round;              /* the round + 1 (0: none) */
+	uint32_t epoch;         /* the sender's epoch */
+	uint32_t objs;          /* the sender's collective objects made (oxr_group_next_object) */
+};
+
 struct oxr_group {
 	oxr_ctx *ctx;
 	int size, rank;
@@ -110,10 +119,10 @@ struct oxr_group {
 	int revoke_origin;      /* its origin */
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
-	uint8_t *sh_commit;     /* shrink: the decided set, when a COMMIT came */
-	uint32_t sh_commit_epoch; /* and the epoch it names (see agree) */
+	struct sh_prop sh_commit; /* shrink: the decision, when a COMMIT came */
 	uint32_t sh_gen;        /* shrink: agreements decided (a frame names its own:
 				   older ones are late, the next one is early) */
+	uint32_t objs;          /* collective objects made (oxr_group_next_object) */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
 	/* the revoke's broadcast where links open on demand (revoke.c): its
@@ -236,6 +245,13 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 /* 1 once the peer has proposed in this shrink or the next: it runs no reset */
 int oxr_shrink_proposed(const struct link *l);
+/* group.c: the ranks of g's used links for which owes() holds, into buf
+ * ("3, 5, 9", the first 8, then " (N in all)"), for a wait's timeout to
+ * name whom it waits for; returns how many. */
+int oxr_rank_list(const oxr_group *g, int (*owes)(const oxr_group *, int, const void *),
+		  const void *arg, char *buf, size_t len);
+/* shrink.c: frees what a link kept of shrink frames. */
+void oxr_shrink_free(struct link *l);
 /* window.c: forgets every peer's window descriptor (a shrink renumbers). */
 void oxr_windows_forget_peers(oxr_group *g);
 /* A revoke: drops the landed-put notes of every window and deregisters
