@@ -44,9 +44,10 @@ int oxr_bench_write_json(const struct oxr_bench_set *s, const char *path, const 
  * on the measured points; returns the same as a JSON object (malloc'd), or
  * NULL where the set lacks the ping-pong rows the fit needs. */
 char *oxr_bench_model(const struct oxr_bench_set *s, FILE *out);
-/* --simulate: the revoke's broadcast and the bitmap barrier's window over
- * simulated groups up to 2^20 ranks (no ranks run); 0, or -1 when a
- * simulated broadcast missed a live rank or broke its frame bound. */
+/* --simulate: the revoke's broadcast, the heartbeat's ring detector and the
+ * bitmap barrier's window over simulated groups up to 2^20 ranks (no ranks
+ * run); 0, or -1 when a simulated broadcast missed a live rank or broke its
+ * frame bound, or the detector broke one of its checks. */
 int oxr_bench_simulate(FILE *out);
 
 #endif

@@ -18,9 +18,11 @@
  * barrier's and the crystal router's stage count.
  *
  * --simulate (oxr_bench_simulate) needs no ranks: it runs the revoke's
- * broadcast core (transport/bmg_sim.c) over simulated groups up to 2^20
- * ranks, and takes the bitmap barrier's window from its core, for the
- * counts the formulas assume (rounds, frames per rank) and memory per rank.
+ * broadcast core (transport/bmg_sim.c) and the heartbeat's ring detector
+ * (transport/ring_sim.c) over simulated groups up to 2^20 ranks, and takes
+ * the bitmap barrier's window from its core, for the counts the formulas
+ * assume (rounds, frames or pings per rank, periods to detect) and memory
+ * per rank.
  *
  * LogGP assumes a processor per rank.  Where the measured group had more
  * ranks than the machine has cores, the check also gives the model times
@@ -37,6 +39,7 @@
 #include "oxr_bench.h"
 #include "barrier_core.h"
 #include "bmg.h"
+#include "ring.h"
 
 struct loggp {
 	double L, o, g, G, T0;
@@ -302,6 +305,38 @@ static int sim_revoke(FILE *out, int P, int permille)
 	return s.reached == s.live ? 0 : -1;
 }
 
+/* The heartbeat's ring detector over P ranks, `permille` of them stopped
+ * at once (the worst case: found one by one by the live rank above each
+ * run), each rank learning only through its own watch. */
+static int sim_detector(FILE *out, int P, int permille)
+{
+	struct oxr_ring_sim s = { .n = P };
+	int32_t *die = malloc((size_t)P * sizeof(*die));
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)P ^ (uint64_t)permille << 40;
+	int r, ok;
+
+	if (!die)
+		return -1;
+	for (r = 0; r < P; r++)
+		die[r] = r && (int)(xorshift(&x) % 1000) < permille ? 0 : OXR_RING_LIVES;
+	s.die = die;
+	if (oxr_ring_simulate(&s)) {
+		free(die);
+		return -1;
+	}
+	ok = !s.missed && !s.false_pos && !s.unwatched && !s.overwatched && !s.watcher_differs &&
+	     !s.late && s.max_watchers <= 1 && s.max_sent <= OXR_RING_PINGS &&
+	     s.max_recvd <= OXR_RING_PINGS && s.worst_delay == s.longest_run;
+	fprintf(out, "  %-8d %4.1f%% %7d %6d %7d %5u %6.2f %5u %6.2f %5d %8d %8zu %s\n", P,
+		permille / 10.0, s.missed, s.false_pos,
+		s.unwatched + s.overwatched + s.watcher_differs, s.max_sent, s.mean_sent,
+		s.max_recvd, s.mean_recvd, s.longest_run, s.worst_delay, s.state_bytes,
+		ok ? "ok" : "FAILED");
+	oxr_ring_sim_free(&s);
+	free(die);
+	return ok ? 0 : -1;
+}
+
 /* The bitmap barrier at the default radix: its window from the core (the
  * same layout on every rank), its rounds from the tree's depth d (up, then
  * down: 2d), E = the tree's edge labels, half the slots of a parity; the
@@ -344,7 +379,23 @@ int oxr_bench_simulate(FILE *out)
 		bad |= sim_revoke(out, sizes[i], 0) | sim_revoke(out, sizes[i], 10);
 	fprintf(out, "#   frames: most a rank sent (mean: per live rank); recv max: most a rank "
 		"took;\n#   failed: most sends of a rank that met a dead rank; bytes: a rank's "
-		"broadcast state\n\n"
+		"broadcast state\n\n");
+	fprintf(out, "# heartbeat: the ring failure detector (transport/ring.c), simulated in "
+		"periods of H\n# (OXR_HEARTBEAT_MS), ranks stopped at once, each rank learning "
+		"only through its own watch.\n# model: %d pings sent and at most %d taken a rank "
+		"a period, whatever P; a run of k\n# stopped ranks found in k periods, its j-th "
+		"rank in j; %zu bytes a rank\n# %-8s %5s %7s %6s %7s %5s %6s %5s %6s %5s %8s %8s\n",
+		OXR_RING_PINGS, OXR_RING_PINGS, sizeof(struct oxr_ring_watch), "P", "dead",
+		"missed", "false", "watched", "sent", "mean", "taken", "mean", "run k", "periods",
+		"bytes");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		bad |= sim_detector(out, sizes[i], 10) | sim_detector(out, sizes[i], 300);
+	fprintf(out, "#   missed: stopped ranks never found; false: found before a silent period;"
+		"\n#   watched: live ranks not watched at the end by exactly one live rank, the"
+		" next above;\n"
+		"#   sent, taken: pings a rank a period, the most (mean: per live rank and period);"
+		"\n#   run k: the longest run of stopped ranks; periods: the most from a stop "
+		"to its find;\n#   bytes: a rank's detector state in the library\n\n"
 		"# bitmap barrier, radix 16: the window from its core (collectives/barrier_core.c);"
 		" rounds = 2 ceil(log16 P)\n# (up the tree and down, from the formula); "
 		"bound 80 * 15 ceil(log16 P) bytes\n# (a request carries a run of ranks, not a "

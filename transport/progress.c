@@ -463,47 +463,41 @@ void oxr_link_write(oxr_group *g, struct link *l)
  * it is inside oxr calls, so H must exceed the longest stretch a rank
  * computes without one; a watcher that was away itself for H/3 judges
  * nobody on that stretch.  OpenXM peers answer no pings: never watched.
+ * Whom a rank watches is ring.c's choice, the function its simulation
+ * (ring_sim.c) runs too; this file adds the clock and the links.
  */
-static int watchable(const oxr_group *g, int p)
+/* Not in the ring: a link known down (found dead here or named by a
+ * revoke), one that cannot open, an OpenXM peer. */
+static int unwatchable(void *arg, int p)
 {
+	const oxr_group *g = arg;
 	const struct link *l = link_peek(g, p);
 
-	return link_up(l) ? l->mode == OXR_LINK_AUTH : g->eps && !link_down(l);
-}
-
-static int ring_pred(const oxr_group *g)
-{
-	int k;
-
-	for (k = 1; k < g->size; k++) {
-		int p = g->rank - k < 0 ? g->rank - k + g->size : g->rank - k;
-		if (watchable(g, p))
-			return p;
-	}
-	return -1;
+	return !(link_up(l) ? l->mode == OXR_LINK_AUTH : g->eps && !link_down(l));
 }
 
 static void heartbeat(oxr_group *g)
 {
-	int h = g->ctx->heartbeat_ms, p;
+	struct oxr_ring_watch *w = &g->beat;
+	int h = g->ctx->heartbeat_ms, gap = h / OXR_RING_PINGS, p;
 	int64_t now, heard;
 	struct link *l;
 
-	if (!h || (now = oxr_now_ms()) < g->beat_check)
+	if (!h || (now = oxr_now_ms()) < w->check)
 		return;
 	/* this rank was outside oxr for a while: it did not listen, so its
 	 * predecessor is not judged on that stretch (answers may wait unread) */
-	if (g->beat_check && now - g->beat_check > h / 3)
-		g->beat_since = now;
-	g->beat_check = now + (h >= 6 ? h / 6 : 1);
-	if ((p = ring_pred(g)) < 0)
+	if (w->check && now - w->check > gap)
+		w->since = now;
+	w->check = now + (h >= 6 ? h / 6 : 1);
+	if ((p = oxr_ring_watched(g->rank, g->size, 1, unwatchable, g)) < 0)
 		return;
-	if (p != g->beat_pred || !g->beat_since) {
-		g->beat_pred = p;
-		g->beat_since = now;
+	if (p != w->pred || !w->since) {
+		w->pred = p;
+		w->since = now;
 	}
 	l = g->links[p];
-	heard = l && l->last_rx > g->beat_since ? l->last_rx : g->beat_since;
+	heard = l && l->last_rx > w->since ? l->last_rx : w->since;
 	if (l && (link_up(l) || l->state == LINK_OPENING) && now - heard > h) {
 		oxr_link_fail(g, l, OXR_ERR_PEER, "rank %d (%s) sent nothing for %lld ms "
 			      "(OXR_HEARTBEAT_MS=%d): taken as failed", p, l->addr,
@@ -511,8 +505,8 @@ static void heartbeat(oxr_group *g)
 		return;
 	}
 	/* what this rank sends the predecessor earns no answer: ping it */
-	if (now - heard >= h / 3 && now - g->beat_pinged >= h / 3 && oxr_beat(g, p, 1) == OXR_OK)
-		g->beat_pinged = now;
+	if (now - heard >= gap && now - w->pinged >= gap && oxr_beat(g, p, 1) == OXR_OK)
+		w->pinged = now;
 }
 
 oxr_status_t oxr_beat(oxr_group *g, int peer, int ping)

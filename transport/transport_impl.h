@@ -8,6 +8,7 @@
 
 #include "oxr/transport.h"
 #include "bmg.h"
+#include "ring.h"
 #include "frames.h"
 
 enum oxr_log_level { OXR_LOG_ERROR, OXR_LOG_WARN, OXR_LOG_INFO, OXR_LOG_DEBUG };
@@ -95,10 +96,7 @@ struct oxr_group {
 	struct listener *lis;
 	int nlis;
 	oxr_arena *scratch;     /* frames built by the library itself */
-	int64_t beat_check;     /* ms of the next heartbeat round */
-	int64_t beat_since;     /* ms since beat_pred is watched (0: none yet) */
-	int64_t beat_pinged;    /* ms of the last ping to beat_pred */
-	int beat_pred;          /* the rank this one watches (heartbeat) */
+	struct oxr_ring_watch beat; /* the heartbeat's watch (progress.c, ring.c) */
 	oxr_win *wins;          /* this rank's windows */
 	struct rwin *rwins;     /* peers' window descriptors */
 	uint64_t puts_refused;
