@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Revoke propagation and reset time (oxr-run -n N bench_revoke [ITERS [WARMUP]]).
+ * Revoke propagation and reset time
+ *   oxr-run -n N bench_revoke [ITERS [WARMUP [TIMEOUT_MS]]]
  * Each round: every rank waits for a message that never comes, rank 0
  * revokes, each rank notes when its wait ended (the revoke reached it),
  * then all reset.  The ranks share one machine, so CLOCK_MONOTONIC is one
@@ -10,6 +11,9 @@
  * measured rounds only): the maximum and the mean over the ranks, and the
  * maximum over the ranks but 0 (rank 0 gathers the times, so it holds a
  * link to every rank, and a reset on demand sends the revoke on each).
+ * TIMEOUT_MS (default 10000) bounds each wait and reset: at 1,024 ranks on
+ * a 2-core machine a reset may take seconds, and slow is to be told apart
+ * from stuck.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +32,8 @@ static void die(const char *what, oxr_status_t st)
 
 int main(int argc, char **argv)
 {
-	int iters = argc > 1 ? atoi(argv[1]) : 50, warm = argc > 2 ? atoi(argv[2]) : 3, it, rank,
-	    n, p;
+	int iters = argc > 1 ? atoi(argv[1]) : 50, warm = argc > 2 ? atoi(argv[2]) : 3,
+	    tmo = argc > 3 ? atoi(argv[3]) : 10000, it, rank, n, p;
 	oxr_boot *b;
 	oxr_ctx *c;
 	oxr_group *g;
@@ -45,8 +49,9 @@ int main(int argc, char **argv)
 	n = oxr_group_size(g);
 	prop = calloc((size_t)iters, sizeof(*prop));
 	reset = calloc((size_t)iters, sizeof(*reset));
-	if (n < 2 || iters < 1 || warm < 0 || !prop || !reset) {
-		fprintf(stderr, "bench_revoke: needs 2 or more ranks, ITERS >= 1, WARMUP >= 0\n");
+	if (n < 2 || iters < 1 || warm < 0 || tmo < 1 || !prop || !reset) {
+		fprintf(stderr, "bench_revoke: needs 2 or more ranks, ITERS >= 1, WARMUP >= 0, "
+				"TIMEOUT_MS >= 1\n");
 		return 2;
 	}
 	/* the first rounds pay for the first revoke frames' buffers */
@@ -62,13 +67,13 @@ int main(int argc, char **argv)
 			oxr_group_revoke(g);
 			t[0] = t0;
 		} else {
-			st = oxr_recv(g, 0, 10000, &m);
+			st = oxr_recv(g, 0, tmo, &m);
 			t[0] = oxr_bench_now_us();
 			if (st != OXR_ERR_REVOKED)
 				die("the wait did not end with the revoke", st);
 		}
 		t[1] = oxr_bench_now_us();
-		if ((st = oxr_group_reset(g, 10000)))
+		if ((st = oxr_group_reset(g, tmo)))
 			die("reset", st);
 		t[2] = oxr_bench_now_us();
 		t[3] = 0;
@@ -88,7 +93,7 @@ int main(int argc, char **argv)
 			fmax = fsum = t[3];
 			for (p = 1; p < n; p++) {
 				double u[4];
-				if ((st = oxr_recv(g, p, 10000, &m)))
+				if ((st = oxr_recv(g, p, tmo, &m)))
 					die("recv", st);
 				memcpy(u, m->msg.cmo->data, sizeof(u));
 				oxr_rmsg_free(m);
