@@ -18,6 +18,7 @@
 #
 #   bench/run_control_plane.sh [-B BUILD_DIR] [-n "16 64 256 1024"] [--quick]
 #                              [-l "ondemand eager"] [-t SECONDS]
+#                              [-b "revoke shrink barrier"]
 #     -B DIR    the build with bin/oxr-run, bench_revoke, bench_shrink and
 #               bench_barrier (default: build)
 #     -n SIZES  group sizes (default 16 64 256 1024)
@@ -27,6 +28,7 @@
 #               boot 1,024 ranks on a 2-core machine nor reset 256, see
 #               bench/results/2026-12-07-*.txt)
 #     -t S      seconds one run may take before oxr-run stops it (default 300)
+#     -b LIST   which of revoke, shrink, barrier to run (default all three)
 #
 # Rounds shrink as P grows (a 1,024-rank round takes seconds on 2 cores):
 # see rounds() below.  A run that fails or passes -t is reported (FAIL in the
@@ -39,7 +41,7 @@ set -euo pipefail
 export OXR_TRANSPORT=tcp
 cd "$(dirname "$0")/.."
 
-build=build sizes="16 64 256 1024" links=ondemand limit=300
+build=build sizes="16 64 256 1024" links=ondemand limit=300 benches="revoke shrink barrier"
 while [ $# -gt 0 ]; do
 	case $1 in
 	-B) build=$2; shift ;;
@@ -47,7 +49,9 @@ while [ $# -gt 0 ]; do
 	--quick) sizes="16 64" ;;
 	-l) links=$2; shift ;;
 	-t) limit=$2; shift ;;
-	*) echo "usage: $0 [-B BUILD_DIR] [-n SIZES] [--quick] [-l LINKS] [-t SECONDS]" >&2
+	-b) benches=$2; shift ;;
+	*) echo "usage: $0 [-B BUILD_DIR] [-n SIZES] [--quick] [-l LINKS] [-t SECONDS]" \
+		"[-b BENCHES]" >&2
 	   exit 2 ;;
 	esac
 	shift
@@ -149,12 +153,18 @@ for l in $links; do
 		if [ "$kills" -gt $((n - 2)) ]; then # each kill needs rank 0, the victim, rank n-1
 			kills=$((n - 2))
 		fi
-		one "revoke.$l.$n" "revoke " "$bin/oxr-run" --timeout "$limit" -n "$n" \
-			"$bin/bench_revoke" "$rr" "$rw" "$tmo_ms" || true
-		one "shrink.$l.$n" "shrink " "$bin/oxr-run" --survive --timeout "$limit" -n "$n" \
-			"$bin/bench_shrink" "$kills" "$tmo_ms" || true
-		one "barrier.$l.$n" "oxr bitmap" "$bin/oxr-run" --timeout "$limit" -n "$n" \
-			"$bin/bench_barrier" bitmap "$bi" "$bw" || true
+		if [[ " $benches " == *" revoke "* ]]; then
+			one "revoke.$l.$n" "revoke " "$bin/oxr-run" --timeout "$limit" -n "$n" \
+				"$bin/bench_revoke" "$rr" "$rw" "$tmo_ms" || true
+		fi
+		if [[ " $benches " == *" shrink "* ]]; then
+			one "shrink.$l.$n" "shrink " "$bin/oxr-run" --survive --timeout "$limit" \
+				-n "$n" "$bin/bench_shrink" "$kills" "$tmo_ms" || true
+		fi
+		if [[ " $benches " == *" barrier "* ]]; then
+			one "barrier.$l.$n" "oxr bitmap" "$bin/oxr-run" --timeout "$limit" -n "$n" \
+				"$bin/bench_barrier" bitmap "$bi" "$bw" || true
+		fi
 	done
 done
 
@@ -213,7 +223,7 @@ for l in $links; do
 				-v lt="$lt" -v lf="$lf" 'BEGIN {
 				lim = k == "t" ? lt : lf
 				if (a == "-" || b == "-" || a <= 0) {
-					printf "  %-15s %10s\n", n, "- (a run failed)"
+					printf "  %-15s %10s\n", n, "- (a run failed or was not run)"
 					exit
 				}
 				g = b / a
