@@ -77,19 +77,8 @@ rounds() {
 	else echo "3 1 20 3 1"; fi
 }
 
-# processes running besides this script just before a run, the least of 5
-# looks 0.1 s apart (as bench/run_startup.sh): other programs' processes
-# move these times more than anything measured
-busy() {
-	local r m=999999
-	for _ in 1 2 3 4 5; do
-		r=$(cut -d' ' -f4 /proc/loadavg)
-		r=$((${r%/*} - 1))
-		[ $r -lt $m ] && m=$r
-		sleep 0.1
-	done
-	echo $m
-}
+# shellcheck source=bench/busy.sh
+. bench/busy.sh
 
 # one KEY PATTERN CMD...: runs CMD (an oxr-run) under -t; the line of its
 # stdout that starts with PATTERN goes to $out/KEY, or the failure, with

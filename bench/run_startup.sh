@@ -69,19 +69,8 @@ failed=0
 val() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && a != "-" && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-# processes running besides this script just before a run, the least of 5
-# looks 0.1 s apart (the load average would still count the previous run's
-# ranks): another program's ranks move these times more than anything measured
-busy() {
-	local r m=999999
-	for _ in 1 2 3 4 5; do
-		r=$(cut -d' ' -f4 /proc/loadavg)
-		r=$((${r%/*} - 1))
-		[ $r -lt $m ] && m=$r
-		sleep 0.1
-	done
-	echo $m
-}
+# shellcheck source=bench/busy.sh
+. bench/busy.sh
 
 # one NAME P CMD...: runs CMD under the limit, its own process group (timeout
 # kills the launcher's ranks with it); appends "RESULT ... done_s=S" to
