@@ -76,6 +76,9 @@ struct link {
 	struct sh_prop sh[2];   /* shrink: the peer's proposals of the last two rounds */
 	struct sh_prop *sh_next; /* its round 0 of the next agreement, come before this
 				    rank decided the one it runs (adopted at renumber) */
+	uint32_t sh_late;       /* 1 + the agreement this rank decided (a COMMIT came)
+				   before the peer's proposal of it did: what comes
+				   before that proposal is old (0: none owed) */
 	/* opening on demand (link_demand.c): the handshake that will open it
 	 * (NULL: none runs now), and while none does, when to try again (the
 	 * peer was in another epoch) or by when the peer's own open must come

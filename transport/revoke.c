@@ -368,7 +368,8 @@ oxr_status_t oxr_reset_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	if (l->mode != OXR_LINK_AUTH || !oxr_frame_ints(m->cmo, 3, 3, v) || v[1] >= 31)
 		return oxr_err(OXR_ERR_PROTO, "rank %d sent a malformed reset round", l->peer);
 	failed = (int32_t)v[2];
-	if ((v[0] != g->epoch && v[0] != g->epoch + 1) || failed < -1 || failed >= g->size) {
+	if ((v[0] != g->epoch && v[0] != g->epoch + 1) || failed < -1 || failed >= g->size ||
+	    oxr_shrink_old(g, l)) {
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a reset round of epoch %u from rank %d "
 			"dropped (this rank is at %u)", g->rank, v[0], l->peer, g->epoch);
 		return OXR_OK;
@@ -453,8 +454,9 @@ static int all_balls(void *arg)
 		int owed = ball_in(g, p);
 		if (!link_up(l) && !link_down(l))
 			continue;
-		/* what the peer sent before it went comes first: its ball may be there */
-		while (owed && !l->ball_seen && l->rq_head) {
+		/* what the peer sent before it went comes first: its ball may be
+		 * there (not while what it holds is of the shrink's old epoch) */
+		while (owed && !l->ball_seen && l->rq_head && !l->sh_late) {
 			oxr_rmsg *m = oxr_link_take(l);
 			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
 			oxr_rmsg_free(m);

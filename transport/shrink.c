@@ -29,6 +29,11 @@
  * takes S too.  A member of S that died meanwhile fails the new group at
  * once (failure detection), and the survivors shrink again.
  *
+ * What a member sent before its first proposal is of the old epoch (a
+ * ball or rounds of the reset that failed): dropped when the proposal
+ * comes, and, while it has not (a COMMIT came first), not counted by the
+ * reset that ends the shrink (mark_late).
+ *
  * A proposal also carries its sender's epoch and count of collective
  * objects; the decision takes the highest of each, so that survivors that
  * left the old group at different points go on alike.
@@ -104,6 +109,11 @@ static void left_out_failed(oxr_group *g, int from, const uint8_t *map)
 int oxr_shrink_proposed(const struct link *l)
 {
 	return l->sh[0].round || l->sh[1].round || l->sh_next;
+}
+
+int oxr_shrink_old(const oxr_group *g, const struct link *l)
+{
+	return l->sh_late || (g->sh_running && !oxr_shrink_proposed(l));
 }
 
 static void prop_clear(struct sh_prop *p)
@@ -187,6 +197,13 @@ oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	 * survivor still in the last reset (a revoke of its next epoch came
 	 * first) is an epoch behind and runs the same agreement */
 	if ((uint32_t)v[F_GEN] < g->sh_gen) {
+		/* its proposal of an agreement this rank decided without it (a
+		 * COMMIT came first): only now is what it sent before known old */
+		if (l->sh_late && v[F_KIND] == PROPOSE) {
+			forget_before(l);
+			if ((uint32_t)v[F_GEN] + 1 == l->sh_late)
+				l->sh_late = 0;
+		}
 		oxr_log(g->ctx, OXR_LOG_DEBUG, "rank %d: a shrink of epoch %d, agreement %d from "
 			"rank %d dropped", g->rank, v[F_EPOCH], v[F_GEN], l->peer);
 		return OXR_OK;
@@ -460,6 +477,22 @@ static oxr_status_t open_all(oxr_group *g, int timeout_ms)
 	return st;
 }
 
+/* A COMMIT can come before a member's own proposal, which another link
+ * carried faster to the decider.  What that member sent before its
+ * proposal (the ball of the reset that failed, its rounds) is still on its
+ * way and would count in the reset that ends the shrink, whose own ball
+ * would then be taken for a message: it is old until the proposal comes. */
+static void mark_late(oxr_group *g, const uint8_t *alive)
+{
+	int p;
+
+	for (p = 0; p < g->size; p++) {
+		struct link *l = p != g->rank && has(alive, p) ? g->links[p] : NULL;
+		if (l && link_up(l) && !oxr_shrink_proposed(l))
+			l->sh_late = g->sh_gen + 1;
+	}
+}
+
 /* One agreement and the renumbering; the reset is the caller's. */
 static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 {
@@ -473,10 +506,13 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory");
 	/* rounds of a reset that failed name the old ranks; a survivor's rounds
 	 * of the reset that ends the shrink need this rank's proposal first, so
-	 * none is lost here */
+	 * none is lost here, and those still coming from a rank that has not
+	 * proposed yet are dropped as they come (oxr_shrink_old) */
 	oxr_reset_forget(g);
+	g->sh_running = 1;
 	/* who is alive: every rank's link open or failed (O(P) links, for now) */
 	if ((st = open_all(g, timeout_ms))) {
+		g->sh_running = 0;
 		free(alive);
 		return st;
 	}
@@ -485,11 +521,15 @@ static oxr_status_t shrink_once(oxr_group *g, int timeout_ms)
 			alive[p / 8] |= (uint8_t)(1u << (p % 8));
 	/* a revoked group may still agree */
 	if ((st = oxr_group_enter(g, OXR_GA_SHRINKING))) {
+		g->sh_running = 0;
 		free(alive);
 		return st;
 	}
 	st = agree(g, alive, timeout_ms, &d);
 	oxr_group_leave(g);
+	g->sh_running = 0;
+	if (st == OXR_OK)
+		mark_late(g, alive);
 	free_shrink_state(g);
 	if (st == OXR_OK)
 		st = renumber(g, alive);

@@ -120,6 +120,7 @@ struct oxr_group {
 	struct sh_prop sh_commit; /* shrink: the decision, when a COMMIT came */
 	uint32_t sh_gen;        /* shrink: agreements decided (a frame names its own:
 				   older ones are late, the next one is early) */
+	int sh_running;         /* shrink: from its start to its decision */
 	uint32_t objs;          /* collective objects made (oxr_group_next_object) */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
@@ -243,6 +244,10 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
 /* 1 once the peer has proposed in this shrink or the next: it runs no reset */
 int oxr_shrink_proposed(const struct link *l);
+/* 1 while what l brings was sent before its sender's proposal of the
+ * shrink this rank runs or decided last: of the old epoch (a reset's ball or
+ * rounds then belong to the reset that failed) */
+int oxr_shrink_old(const oxr_group *g, const struct link *l);
 /* group.c: the ranks of g's used links for which owes() holds, into buf
  * ("3, 5, 9", the first 8, then " (N in all)"), for a wait's timeout to
  * name whom it waits for; returns how many. */
