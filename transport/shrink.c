@@ -443,7 +443,7 @@ static oxr_status_t renumber(oxr_group *g, const uint8_t *alive)
 		}
 		left_out_failed(g, l->peer, l->sh[0].map);
 	}
-	oxr_windows_forget_peers(g); /* their descriptors name old ranks */
+	oxr_windows_renumber(g, alive); /* their descriptors name old ranks */
 	return OXR_OK;
 }
 

@@ -238,7 +238,7 @@ void oxr_say_bye(oxr_group *g);
 oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
 /* window.c: after a reset, every window of this rank gets the new epoch
  * (and, where registered, a new registration: the old rkey dies) and its new
- * descriptor goes to the peers; then waits for theirs. */
+ * descriptor goes to the peers, not waited for: a put waits for its own. */
 oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 /* shrink.c: a SHRINK frame from link l. */
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
@@ -255,8 +255,9 @@ int oxr_rank_list(const oxr_group *g, int (*owes)(const oxr_group *, int, const 
 		  const void *arg, char *buf, size_t len);
 /* shrink.c: frees what a link kept of shrink frames. */
 void oxr_shrink_free(struct link *l);
-/* window.c: forgets every peer's window descriptor (a shrink renumbers). */
-void oxr_windows_forget_peers(oxr_group *g);
+/* window.c: keeps the survivors' descriptors under their new ranks (alive: bit r of
+ * byte r / 8 for each old rank r that stays), as of the old epoch. */
+void oxr_windows_renumber(oxr_group *g, const uint8_t *alive);
 /* A revoke: drops the landed-put notes of every window and deregisters
  * them at once (no late write of the epoch can land). */
 void oxr_windows_revoked(oxr_group *g);

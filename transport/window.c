@@ -25,7 +25,12 @@
  * A revoke deregisters every window at once: an RDMA write of the revoked
  * epoch that comes late is refused by the HCA, a store from a rank of this
  * host lands in pages the window no longer uses (shm_win.c), and the reset
- * registers the window anew (a new rkey) for the next epoch.
+ * registers the window anew (a new rkey) for the next epoch.  The new
+ * descriptors go out on the links open, as the balls did, and the reset
+ * does not wait for the peers': a put that finds its copy of the old epoch
+ * waits for the new one (the peer sends it when its own reset ends).  A
+ * peer's key is not asked for at the put: on verbs that would make a
+ * one-sided put wait for the target's CPU.
  *
  * Invariant: a byte lands in a window only if the frame came over an
  * authenticated link, names a live window of this rank, carries the
@@ -251,27 +256,28 @@ struct one_desc {
 	uint32_t id;
 };
 
+/* The put that waits for it readies the window QP itself (verbs_wqp.c). */
 static int have_desc(void *arg)
 {
 	struct one_desc *x = arg;
 	struct rwin *r = find_rwin(x->g, x->peer, x->id);
 
-	if (link_gone(link_peek(x->g, x->peer)))
-		return 1;
-	return r && r->epoch == x->g->epoch &&
-	       (!x->g->ctx->prov->win_ready || x->g->ctx->prov->win_ready(x->g));
+	return link_gone(link_peek(x->g, x->peer)) || oxr_group_stopped(x->g) ||
+	       (r && r->epoch == x->g->epoch);
 }
 
 /* The first put to a peer whose link is not open yet opens it, and waits
- * for the descriptors the peer sends a new link (bounded by the link
- * timeout: a peer that never made the window fails the put).  Eager
- * groups (no endpoint table) have every descriptor once the window is made. */
-static struct rwin *fetch_rwin(oxr_group *g, int peer, uint32_t id)
+ * for the descriptors the peer sends a new link; the first put after a
+ * reset waits for the window's new key, which the peer sends as its reset
+ * ends.  Both waits are bounded by the link timeout: a peer that never made
+ * the window fails the put.  Eager groups (no endpoint table) have every
+ * descriptor once the window is made. */
+static struct rwin *fetch_rwin(oxr_group *g, int peer, uint32_t id, int stale)
 {
 	struct one_desc x = { g, peer, id };
 
-	if (!g->eps || oxr_link_want(g, peer))
-		return NULL;
+	if (stale ? !link_up(link_peek(g, peer)) : !g->eps || oxr_link_want(g, peer))
+		return find_rwin(g, peer, id);
 	(void)oxr_progress_until(g, have_desc, &x, g->ctx->link_timeout_ms);
 	return find_rwin(g, peer, id);
 }
@@ -377,17 +383,23 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 		return oxr_revoked_err(g, "put");
 	/* on demand, a link that opened after this window was made may still
 	 * have the peer's descriptor on the way: wait for it as for a new link */
-	if (!r && peer >= 0 && peer < g->size && peer != g->rank &&
-	    !(r = fetch_rwin(g, peer, id)) && link_down(link_peek(g, peer))) {
+	if ((!r || r->epoch != g->epoch) && peer >= 0 && peer < g->size && peer != g->rank &&
+	    !(r = fetch_rwin(g, peer, id, r != NULL)) && link_down(link_peek(g, peer))) {
 		oxr_err_keep(g->links[peer]->errmsg);
 		return g->links[peer]->err;
 	}
+	if (oxr_group_stopped(g))
+		return oxr_revoked_err(g, "put");
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
 			       "(create it on both sides first)", peer, id, g->rank);
 	if (r->epoch != g->epoch)
-		return oxr_err(OXR_ERR_REVOKED, "put: window %u of rank %d is from epoch %u, the "
-			       "group is at %u", id, peer, r->epoch, g->epoch);
+		return link_down(link_peek(g, peer))
+			       ? (oxr_err_keep(g->links[peer]->errmsg), g->links[peer]->err)
+			       : oxr_err(OXR_ERR_TIMEOUT, "put: rank %d sent no key of window %u for "
+					 "epoch %u within %d ms (OXR_LINK_TIMEOUT_MS; its last is of "
+					 "epoch %u: is it still in the reset?)", peer, id, g->epoch,
+					 g->ctx->link_timeout_ms, r->epoch);
 	if (offset > r->len || len > r->len - offset || len > INT32_MAX)
 		return oxr_err(OXR_ERR_INVAL, "put: %zu bytes at offset %llu do not fit window %u "
 			       "of rank %d (%llu bytes)", len, (unsigned long long)offset, id, peer,
@@ -551,6 +563,8 @@ static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 	if (!oxr_frame_ints(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
 		{ oxr_put_refused(g, l, 0, "malformed descriptor"); return; }
 	r = find_rwin(g, l->peer, v[0]);
+	if (r && r->epoch > v[1])
+		return; /* a late one of an older epoch */
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
@@ -580,27 +594,19 @@ void oxr_windows_revoked(oxr_group *g)
 	}
 }
 
-struct rekey {
-	oxr_group *g;
-	oxr_win *w;
-};
-
-static int all_rekeyed(void *arg)
+/* The new descriptors go out; the peers' are not waited for (see the
+ * top).  Window QPs (verbs) are made again by the provider's new_epoch
+ * where they existed, and those are waited for: a put must not wait for
+ * its target's CPU, and every rank of the reset waits here alike. */
+static int qps_ready(void *arg)
 {
-	struct rekey *x = arg;
-	oxr_win *w;
+	oxr_group *g = arg;
 
-	for (w = x->g->wins; w; w = w->next) {
-		struct all_descs d = { x->g, w->id };
-		if (!have_all_descs(&d))
-			return 0;
-	}
-	return 1;
+	return g->ctx->prov->win_ready(g);
 }
 
 oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
 {
-	struct rekey x = { g, NULL };
 	oxr_status_t st = OXR_OK;
 	oxr_win *w;
 
@@ -608,20 +614,17 @@ oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms)
 		g->ctx->prov->new_epoch(g);
 	if (g->ctx->hprov && g->ctx->hprov->new_epoch)
 		g->ctx->hprov->new_epoch(g);
-	if (g->wins && g->ctx->prov->win_open)
-		st = g->ctx->prov->win_open(g);
 	for (w = g->wins; w && st == OXR_OK; w = w->next) {
 		w->epoch = g->epoch;
 		w->head = w->count = 0;
 		/* new registrations: the old epoch's keys are dead (at the device;
 		 * a shm window's old pages are gone from it) */
 		regs_drop(g, w);
-		if ((st = regs_make(g, w)))
-			break;
-		st = announce(g, w);
+		if ((st = regs_make(g, w)) == OXR_OK)
+			st = announce(g, w);
 	}
-	if (st == OXR_OK)
-		st = oxr_progress_until(g, all_rekeyed, &x, timeout_ms);
+	if (st == OXR_OK && g->ctx->prov->win_ready)
+		st = oxr_progress_until(g, qps_ready, g, timeout_ms);
 	return st;
 }
 
@@ -637,7 +640,26 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	return OXR_OK;
 }
 
-void oxr_windows_forget_peers(oxr_group *g)
+void oxr_windows_renumber(oxr_group *g, const uint8_t *alive)
+{
+	struct rwin **pp, *r;
+
+	for (pp = &g->rwins; (r = *pp);) {
+		int below = 0, p;
+		if (!(alive[r->peer / 8] >> (r->peer % 8) & 1)) {
+			*pp = r->next;
+			free(r);
+			continue;
+		}
+		/* kept, of the old epoch: the first put asks for the new key */
+		for (p = 0; p < r->peer / 8; p++)
+			below += __builtin_popcount(alive[p]);
+		r->peer = below + __builtin_popcount(alive[r->peer / 8] & ((1u << (r->peer % 8)) - 1));
+		pp = &r->next;
+	}
+}
+
+static void forget_peers(oxr_group *g)
 {
 	struct rwin *r, *rn;
 
@@ -652,5 +674,5 @@ void oxr_windows_free(oxr_group *g)
 {
 	while (g->wins)
 		oxr_win_destroy(g->wins);
-	oxr_windows_forget_peers(g);
+	forget_peers(g);
 }

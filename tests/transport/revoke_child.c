@@ -10,7 +10,9 @@
  *   dead rank; a reset then fails saying why.  Prints `rank R: failure ok`.
  *   revoke_child shrink: rank n/2 dies; the survivors see it, shrink to n-1
  *   ranks (renumbered, epoch 1), pass a token round the new ring and put
- *   into a window.  Prints `rank R: shrink ok (now S of N)`.
+ *   into a window made after the shrink and into one made before it (its
+ *   new key comes after the reset that ends the shrink, unasked).  Prints
+ *   `rank R: shrink ok (now S of N)`.
  *   revoke_child stop (with OXR_HEARTBEAT_MS set): the last rank tells
  *   rank 0 its pid and stops itself (SIGSTOP): alive to the kernel, so no
  *   link ever breaks; the heartbeat must find it.  The others wait for it,
@@ -98,11 +100,13 @@ static int ring(oxr_group *g, oxr_arena *a)
 static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 {
 	int dead = n / 2, old = rank, want;
-	uint8_t mem[64] = { 0 }, x[8];
+	uint8_t mem[64] = { 0 }, old_mem[64] = { 0 }, x[8];
 	oxr_rmsg *m = NULL;
-	oxr_win *w;
+	oxr_win *w, *wo;
 	oxr_win_note note;
 
+	CHECK(oxr_win_create(g, 4, old_mem, sizeof(old_mem), 20000, &wo) == OXR_OK,
+	      "a window before the failure");
 	if (rank == dead) {
 		usleep(200000);
 		raise(SIGKILL);
@@ -116,6 +120,16 @@ static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 	CHECK(rank == want && oxr_group_size(g) == n - 1, "rank %d of %d, not %d of %d", rank,
 	      oxr_group_size(g), want, n - 1);
 	CHECK(oxr_group_epoch(g) == 1 && !oxr_group_revoked(g, NULL), "epoch 1, not revoked");
+	if (n - 1 > 1) { /* at once, into the window of the old group, to the rank before */
+		memset(x, rank + 1, sizeof(x));
+		CHECK(oxr_put(g, (rank + n - 2) % (n - 1), 4, 16, x, sizeof(x), 9) == OXR_OK,
+		      "put into the old window: %s", oxr_errmsg());
+		CHECK(oxr_win_wait(wo, 20000, &note) == OXR_OK, "the put into the old window");
+		CHECK(note.peer == (rank + 1) % (n - 1) && note.value == 9 &&
+			      old_mem[16] == note.peer + 1,
+		      "old window: put from %d (note %u) landed %d", note.peer, note.value,
+		      old_mem[16]);
+	}
 	if (ring(g, a))
 		return 1;
 	/* windows: one made after the shrink, each rank puts its number to the next */
@@ -127,6 +141,7 @@ static int shrink_mode(oxr_group *g, oxr_arena *a, int n)
 		CHECK(note.peer == (rank + n - 2) % (n - 1) && mem[8] == note.peer + 1,
 		      "put from %d landed %d", note.peer, mem[8]);
 	}
+	oxr_win_destroy(wo);
 	printf("rank %d: shrink ok (now %d of %d)\n", old, rank, oxr_group_size(g));
 	oxr_win_destroy(w);
 	return 0;

@@ -369,13 +369,17 @@ int oxr_vwqp_all_ready(oxr_group *g)
 	for (i = 0; i < oxr_links_used(g); i++) {
 		if (!(l = rdma_link(g, i)))
 			continue;
-		w = *oxr_vlink_wslot(vl(l));
-		if (!w || !w->qp || w->epoch != g->epoch || !(w->rts && w->peer_ready))
+		/* none on a link that never carried a put (new_epoch) */
+		if (!(w = *oxr_vlink_wslot(vl(l))))
+			continue;
+		if (!w->qp || w->epoch != g->epoch || !(w->rts && w->peer_ready))
 			return 0;
 	}
 	return 1;
 }
 
+/* A window QP is made again only where one was: a link that never carried
+ * a put gets none (its first put makes it, ready()). */
 void oxr_vwqp_new_epoch(oxr_group *g)
 {
 	int i;
@@ -383,16 +387,18 @@ void oxr_vwqp_new_epoch(oxr_group *g)
 	for (i = 0; i < oxr_links_used(g); i++) {
 		struct link *l = oxr_link_used(g, i);
 		struct vwqp *w = vl(l) ? *oxr_vlink_wslot(vl(l)) : NULL;
+		oxr_status_t st = OXR_OK;
 		if (!w)
 			continue;
 		close_qp(g, w);
-		if (w->held && w->held_v[0] == g->epoch && oxr_link_up(l)) {
-			w->held = 0;
-			if (oxr_vwqp_frame(g, l, w->held_v))
-				oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: its window QP: %s",
-					      oxr_link_peer(l), oxr_errmsg());
-		}
+		if (w->held && w->held_v[0] == g->epoch && oxr_link_up(l))
+			st = oxr_vwqp_frame(g, l, w->held_v);
+		else if (oxr_link_up(l) && oxr_link_is_auth(l))
+			st = open_qp(g, l, w);
 		w->held = 0;
+		if (st)
+			oxr_link_fail(g, l, OXR_ERR_IO, "verbs link to rank %d: its window QP: %s",
+				      oxr_link_peer(l), oxr_errmsg());
 	}
 }
 
