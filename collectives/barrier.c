@@ -27,8 +27,8 @@
 #include "oxr/barrier.h"
 #include "oxr_internal.h"
 #include "barrier_core.h"
+#include "coll_win.h"
 
-#define BAR_WIN_BASE 0x6f780100u /* window ids 0x6f7801xx are the barriers' */
 #define BAR_SPIN_DEFAULT 1000
 /* How often a quiet wait looks at its peers' links: from 50 ms, doubling
  * to 1 s.  A dead peer's link says so within a slice; a fixed 50 ms woke
@@ -125,8 +125,7 @@ oxr_status_t oxr_barrier_create(oxr_group *g, int algo, oxr_barrier_t **out)
 		return oxr_err(OXR_ERR_NOMEM, "barrier: out of memory for %d ranks", n);
 	}
 	b->spin_us = spin;
-	b->id = BAR_WIN_BASE | (oxr_group_next_object(g) & 0xffu);
-	if ((st = oxr_win_create(g, b->id, b->mem, b->len, 60000, &b->w))) {
+	if ((st = oxr_coll_win_create(g, "barrier", b->mem, b->len, 60000, &b->id, &b->w))) {
 		oxr_barrier_destroy(b);
 		return st;
 	}

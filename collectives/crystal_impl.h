@@ -35,7 +35,7 @@ struct oxr_crystal {
 	uint8_t *mem;
 	size_t memlen;
 	oxr_win *win;
-	unsigned gen;
+	uint32_t win_id;
 	struct buf out, cur, next, snd; /* packed; held; being built; to send */
 	size_t iter;
 	uint64_t npacked;                /* records packed since the last transfer */

@@ -21,7 +21,8 @@
  * of transfer t every rank holds the same maximum of the values all ranks
  * started t with (their biggest stage of t-1).  When it exceeds the region,
  * every rank re-creates its window with doubled regions (to
- * OXR_CRYSTAL_REGION_MAX) under the next window id, before any put of t+1.
+ * OXR_CRYSTAL_REGION_MAX) under the group's next object number (coll_win.h),
+ * before any put of t+1.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "oxr_internal.h"
 #include "crystal_impl.h"
 #include "crystal_wire.h"
+#include "coll_win.h"
 
 long long oxr_cr_now_ms(void)
 {
@@ -70,24 +72,25 @@ oxr_status_t oxr_cr_reserve(struct buf *b, uint64_t more)
 	return OXR_OK;
 }
 
-/* The landing window for regions of `region` bytes, under the next id;
- * collective.  The old one goes only once the new one stands. */
+/* The landing window for regions of `region` bytes, under the group's next
+ * object number; collective.  The old one goes only once the new one stands. */
 oxr_status_t oxr_cr_make_window(oxr_crystal *cr, uint64_t region, int timeout_ms)
 {
 	size_t len = 2 * (size_t)cr->nslots * region;
 	void *mem = NULL;
 	oxr_win *w;
+	uint32_t id;
 	oxr_status_t st;
 
 	/* near the HCA: the stages' records land here by DMA */
 	if ((st = oxr_win_alloc(cr->g, len, &mem)))
 		return st;
-	st = oxr_win_create(cr->g, CR_WIN_ID | (cr->gen & 0xff), mem, len, timeout_ms, &w);
+	st = oxr_coll_win_create(cr->g, "crystal", mem, len, timeout_ms, &id, &w);
 	if (st) {
 		oxr_win_free(cr->g, mem, len);
 		return st;
 	}
-	cr->gen++;
+	cr->win_id = id;
 	oxr_win_destroy(cr->win);
 	oxr_win_free(cr->g, cr->mem, cr->memlen);
 	cr->win = w;
@@ -101,7 +104,7 @@ oxr_status_t oxr_cr_send_stage(oxr_crystal *cr, int k)
 {
 	const struct stage *s = &cr->st[k];
 	uint64_t total = cr->snd.n - CR_HDR, off;
-	uint32_t id = CR_WIN_ID | ((cr->gen - 1) & 0xff), note = CR_NOTE(cr->seq, k, s->to_j);
+	uint32_t id = cr->win_id, note = CR_NOTE(cr->seq, k, s->to_j);
 	size_t o, len = cr->snd.n <= cr->region ? cr->snd.n : CR_HDR;
 	oxr_status_t st;
 

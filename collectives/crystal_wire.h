@@ -10,11 +10,13 @@
  * A stage: [stage header][record]...  put whole into the slot when it fits
  * the region, else the header alone is put and the records follow as
  * OX_DATA messages of CMO_DATUM chunks (of at most CR_CHUNK bytes).
+ *
+ * The window's id is the group's object number when the router made it
+ * (coll_win.h).
  */
 #ifndef OXR_CRYSTAL_WIRE_H
 #define OXR_CRYSTAL_WIRE_H
 
-#define CR_WIN_ID 0x6f780200u   /* | (generation & 0xff) */
 #define CR_MAGIC 0x31595243u    /* "CRY1" */
 
 /* stage header: u32 magic, u32 seq, u64 region, u64 total (record bytes

@@ -22,7 +22,9 @@
  *                       does not fit goes by messages instead
  *   OXR_CRYSTAL_REGION_MAX    the regions grow, when every rank has learned
  *                       that some stage needed more, up to this (default 8 MiB)
- * One crystal router per group at a time (it owns windows 0x6f7802xx).
+ * Any number of routers may live on a group at once; oxr_crystal_create is
+ * collective, so every rank makes a group's routers and barriers in the same
+ * order (their windows are numbered by oxr_group_next_object).
  */
 #ifndef OXR_CRYSTAL_H
 #define OXR_CRYSTAL_H

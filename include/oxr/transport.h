@@ -117,12 +117,12 @@ OXR_API int oxr_group_size(const oxr_group *g);
 OXR_API int oxr_group_rank(const oxr_group *g);
 /* The group's epoch, one more after each reset or shrink. */
 OXR_API uint32_t oxr_group_epoch(const oxr_group *g);
-/* The number of the next collective object made on g (barriers name their
- * window with it): 0, 1, 2, ... on every rank while the ranks make the same
- * objects in the same order.  Ranks that made different numbers of objects
- * on a group that failed under them agree again at its shrink: every
- * survivor goes on from the highest count among them, so no number names
- * two objects. */
+/* The number of the next collective object made on g (barriers and crystal
+ * routers name their windows with it): 0, 1, 2, ... on every rank while the
+ * ranks make the same objects in the same order.  Ranks that made
+ * different numbers of objects on a group that failed under them agree
+ * again at its shrink: every survivor goes on from the highest count among
+ * them, so no number names two objects. */
 OXR_API uint32_t oxr_group_next_object(oxr_group *g);
 /* The secret OXR_LINK_AUTH links prove (32 bytes, e.g. oxr_boot_token()). */
 OXR_API oxr_status_t oxr_group_set_token(oxr_group *g, const uint8_t *token, size_t len);

@@ -5,7 +5,8 @@
  * destination (exactly the expected ones, each once, in order per source),
  * also with ranks starting transfers late (so others run ahead),
  * stages too big for a landing region (messages, then grown regions), a
- * 64 MiB record, destinations outside the group, and a peer that puts
+ * 64 MiB record, two routers alive at once, routers made one after the
+ * other, destinations outside the group, and a peer that puts
  * malformed stages, each once per provider (tcp, and verbs where there is an
  * RDMA device; OXR_TEST_PROVIDERS picks: common/providers.h), the ranks'
  * links on it.  The ranks are tests/collectives/crystal_child.c.  OXR_TEST_QUICK
@@ -119,6 +120,36 @@ PROVIDER_TEST(crystal, stages_bigger_than_a_region_go_by_messages_and_regions_gr
 	for (i = 0; i < 5; i++)
 		run_group_x(pv, n[i], env, "patterns", pat(a, sizeof(a), 5, 30, 1000),
 			    "region 2048, 1 grows");
+}
+
+/* Two routers (and a barrier) on one group at once, each with windows of
+ * its own: skewed ranks run into one router's transfer while others are in
+ * the other's, and small regions make both re-create their windows. */
+PROVIDER_TEST(crystal, two_routers_alive_at_once_each_land_their_own_records)
+{
+	const char *const grow[] = { "OXR_LOG_LEVEL=error", "OXR_CRYSTAL_REGION_BYTES=64",
+				     "OXR_CRYSTAL_REGION_MAX=2048", NULL };
+	int n[] = { 2, 3, 6, 9 }, i;
+	char a[64];
+
+	for (i = 0; i < 4; i++)
+		run_group_x(pv, n[i], quiet, "two", pat(a, sizeof(a), 40 + n[i], 20, 3000),
+			    "two ok");
+	for (i = 0; i < 2; i++)
+		run_group_x(pv, n[i + 1], grow, "two", pat(a, sizeof(a), 7, 20, 1000),
+			    "regions 2048 and 2048, 1 and 1 grows");
+}
+
+/* A router per transfer, one after the other (as oxr-server's oxr_crystal
+ * makes them), ranks skewed: each router's window is a new one. */
+PROVIDER_TEST(crystal, routers_made_one_after_the_other_on_skewed_ranks)
+{
+	int n[] = { 2, 4, 7 }, i;
+	char a[64];
+
+	for (i = 0; i < 3; i++)
+		run_group_x(pv, n[i], quiet, "serial", pat(a, sizeof(a), 60 + n[i], 40, 3000),
+			    "serial ok");
 }
 
 PROVIDER_TEST(crystal, one_record_of_64_MiB)
