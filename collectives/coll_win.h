@@ -6,7 +6,10 @@
  * collective objects, and a crystal router re-creates its window, in the
  * same order, so the numbers agree across ranks without a word, and two
  * objects alive at once never share one.  The id carries the number's low
- * 8 bits under the block 0x6f7801.
+ * 16 bits under the block 0x6f78 (oxr/transport.h reserves ids 0x6f780000
+ * to 0x6f78ffff): oxr_win_create and every provider carry the whole 32
+ * bits, and the upper half keeps the collectives' ids apart from the small
+ * ids applications give their own windows.
  */
 #ifndef OXR_COLL_WIN_H
 #define OXR_COLL_WIN_H
@@ -16,8 +19,8 @@
 
 #include "oxr/transport.h"
 
-#define OXR_COLL_WIN_BASE 0x6f780100u
-#define OXR_COLL_WIN_SPAN 0x100u /* object numbers before an id comes round again */
+#define OXR_COLL_WIN_BASE 0x6f780000u
+#define OXR_COLL_WIN_SPAN 0x10000u /* object numbers before an id comes round again */
 
 /* The window id of object number n. */
 static inline uint32_t oxr_coll_win_id(uint32_t n)

@@ -251,7 +251,8 @@ typedef struct oxr_win_note {
 } oxr_win_note;
 
 /* Window id over base[0..len), which stays the caller's and must outlive
- * the window; *out is freed by oxr_win_destroy or with the group.  Errors:
+ * the window; *out is freed by oxr_win_destroy or with the group.  Ids
+ * 0x6f780000 to 0x6f78ffff are the barriers' and crystal routers'.  Errors:
  * OXR_ERR_INVAL (NULL base, id in use), OXR_ERR_NOMEM, OXR_ERR_TIMEOUT and
  * the links' errors while the descriptors are swapped. */
 OXR_API oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len,

@@ -34,6 +34,9 @@
  *       next, which must fail with OXR_ERR_REVOKED on every rank; then
  *       every rank resets the group (a new epoch) and ten barriers more
  *       must work, numbered from 0 again.
+ *   coll_barrier_child many ALGO N
+ *       N barriers alive at once (each a window of its own, named by the
+ *       group's object count), one round of each, first to last and back.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -142,8 +145,9 @@ static int dead(oxr_boot *boot, oxr_group *g, int algo, int victim)
 	return 0;
 }
 
-/* The window id of this process's first barrier (collectives/barrier.c). */
-#define FIRST_BARRIER_WINDOW 0x6f780100u
+/* The window id of this process's first barrier: the group's object 0
+ * (collectives/coll_win.h). */
+#define FIRST_BARRIER_WINDOW 0x6f780000u
 
 static int forge(oxr_boot *boot, oxr_group *g, int algo)
 {
@@ -235,6 +239,23 @@ static int reset(oxr_boot *boot, oxr_group *g, int algo)
 	return 0;
 }
 
+static int many(oxr_group *g, int algo, int n)
+{
+	oxr_barrier_t **b = calloc((size_t)n, sizeof(*b));
+	int i;
+
+	CHECK(b && n > 0, "many: %d barriers", n);
+	for (i = 0; i < n; i++)
+		CHECK(oxr_barrier_create(g, algo, &b[i]) == OXR_OK, "barrier_create %d", i);
+	for (i = 0; i < 2 * n; i++)
+		CHECK(oxr_barrier(b[i < n ? i : 2 * n - 1 - i], 60000) == OXR_OK, "round %d", i);
+	for (i = 0; i < n; i++)
+		oxr_barrier_destroy(b[i]);
+	free(b);
+	printf("rank %d: many ok: %d barriers alive at once\n", rank, n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct child_rank me;
@@ -255,6 +276,8 @@ int main(int argc, char **argv)
 		rc = forge(boot, g, algo_of(argv[2]));
 	else if (!strcmp(argv[1], "forgerun") && argc == 3 && !strcmp(argv[2], "bitmap"))
 		rc = forge_run(boot, g);
+	else if (!strcmp(argv[1], "many") && argc == 4)
+		rc = many(g, algo_of(argv[2]), atoi(argv[3]));
 	else if (!strcmp(argv[1], "dead") && argc == 4)
 		rc = dead(boot, g, algo_of(argv[2]), atoi(argv[3]));
 	else

@@ -957,3 +957,15 @@ PROVIDER_TEST(barrier, a_revoke_fails_it_and_a_reset_starts_it_again)
 	run_reset(pv, 5, "bitmap");
 	run_reset(pv, 4, "dissemination");
 }
+
+/* More barriers alive at once than an 8-bit window number could tell apart. */
+PROVIDER_TEST(barrier, three_hundred_barriers_alive_at_once)
+{
+	const char *child[] = { CHILD, "many", "bitmap", "300", NULL };
+	const char *env[] = { provider_env(pv), "OXR_LOG_LEVEL=error", NULL };
+	struct run r = run_ranks(3, 0, child, env, 120);
+
+	cr_assert_eq(r.rc, 0, "exit %d\nstdout:\n%s\nstderr:\n%s", r.rc, r.out, r.err);
+	expect_rank_lines(&r, 3, "many ok: 300 barriers alive at once");
+	run_free(&r);
+}
