@@ -113,13 +113,11 @@ int main(int argc, char **argv)
 	if (rank == 0) {
 		struct oxr_bench_row row = { .bench = "revoke", .impl = "oxr", .ranks = n,
 					     .unit = "us", .warmup = (unsigned)warm };
-		if (oxr_bench_emit(&row, prop, (size_t)iters))
+		if (oxr_bench_emit_sorted(&row, prop, (size_t)iters))
 			return 1;
 		row.bench = "reset";
-		if (oxr_bench_emit(&row, reset, (size_t)iters))
+		if (oxr_bench_emit_sorted(&row, reset, (size_t)iters))
 			return 1;
-		qsort(prop, (size_t)iters, sizeof(*prop), oxr_bench_cmp_double);
-		qsort(reset, (size_t)iters, sizeof(*reset), oxr_bench_cmp_double);
 		printf("revoke %-5s ranks %4d  rounds %4d  propagation median %9.1f us max %9.1f us  "
 		       "reset median %9.1f us max %9.1f us  frames a rank max %.1f mean %.2f, ranks > 0 "
 		       "max %.1f (%s)\n",

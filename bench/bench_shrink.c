@@ -180,13 +180,11 @@ int main(int argc, char **argv)
 		double ranks = 0; /* survivors summed over the rounds, for the means */
 		for (k = 0; k < kills; k++)
 			ranks += n0 - 1 - k;
-		if (oxr_bench_emit(&row, detect, (size_t)kills))
+		if (oxr_bench_emit_sorted(&row, detect, (size_t)kills))
 			return 1;
 		row.bench = "shrink";
-		if (oxr_bench_emit(&row, shrink, (size_t)kills))
+		if (oxr_bench_emit_sorted(&row, shrink, (size_t)kills))
 			return 1;
-		qsort(detect, (size_t)kills, sizeof(*detect), oxr_bench_cmp_double);
-		qsort(shrink, (size_t)kills, sizeof(*shrink), oxr_bench_cmp_double);
 		qsort(alone, (size_t)kills, sizeof(*alone), oxr_bench_cmp_double);
 		printf("shrink %-5s ranks %4d  kills %3d  detect median %9.1f us max %9.1f us  "
 		       "shrink median %9.1f us max %9.1f us (alone median %9.1f us)  revoke frames a "

@@ -101,3 +101,11 @@ int oxr_bench_emit(const struct oxr_bench_row *r, const double *v, size_t n)
 	}
 	return 0;
 }
+
+int oxr_bench_emit_sorted(const struct oxr_bench_row *r, double *v, size_t n)
+{
+	if (oxr_bench_emit(r, v, n))
+		return -1;
+	qsort(v, n, sizeof(*v), oxr_bench_cmp_double);
+	return 0;
+}

@@ -43,5 +43,8 @@ int oxr_bench_stats_of(const double *v, size_t n, struct oxr_bench_stats *s);
 /* Appends the row and its samples to $OXR_BENCH_SAMPLES; 0 when unset or
  * written, -1 (errno set) when the file cannot be written. */
 int oxr_bench_emit(const struct oxr_bench_row *r, const double *v, size_t n);
+/* oxr_bench_emit, then v[0..n) sorted ascending in place, for the median
+ * and maximum the program prints (the line keeps the order taken). */
+int oxr_bench_emit_sorted(const struct oxr_bench_row *r, double *v, size_t n);
 
 #endif
