@@ -43,6 +43,7 @@ struct opts {
 	int32_t serial;
 	char **args;
 	int nargs;
+	oxr_cmo_limits lim;
 };
 
 static int usage(const char *why)
@@ -294,7 +295,7 @@ static int decode(const struct opts *o, char *s, size_t len, oxr_arena *a)
 
 	if (unhex(s, len, &n))
 		return 1;
-	if (oxr_decoder_create(&d, o->frame ? OXR_DECODE_OX : OXR_DECODE_CMO, o->order, NULL, a))
+	if (oxr_decoder_create(&d, o->frame ? OXR_DECODE_OX : OXR_DECODE_CMO, o->order, &o->lim, a))
 		return bad(oxr_errmsg(), "byte", 0);
 	if (o->frame)
 		oxr_decoder_set_serial(d, o->has_serial);
@@ -344,6 +345,11 @@ int main(int argc, char **argv)
 	rc = parse_opts(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	/* the limits oxr-server's decoders take from the same environment, so
+	 * bytes are judged here as a server would judge them; a malformed
+	 * variable fails either command, as it fails a server's start */
+	if (oxr_cmo_limits_from_env(&o.lim))
+		return bad(oxr_errmsg(), "", 0);
 	if (oxr_arena_create(&a))
 		return bad(oxr_errmsg(), "", 0);
 	/* Hex may run across arguments; each TEXT is a text of its own. */

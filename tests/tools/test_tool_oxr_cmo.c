@@ -184,6 +184,32 @@ Test(tool, usage)
 	expect_fail(2, "unknown option", NULL, "encode", "--frame", "(CMO_NULL)");
 }
 
+/* The OXR_CMO_* limits bound decode as they bound a server's decoders; a
+ * malformed one fails either command, naming it. */
+Test(tool, decoder_limits_from_the_environment)
+{
+	/* three lists deep: (CMO_LIST,1,(CMO_LIST,1,(CMO_LIST,1,(CMO_NULL)))) */
+	static const char deep[] = "00000011000000010000001100000001000000110000000100000001";
+	const char *dec[] = { TOOL, "decode", deep, NULL };
+	const char *enc[] = { TOOL, "encode", "(CMO_NULL)", NULL };
+	const char *shallow[] = { "OXR_CMO_MAX_DEPTH=2", NULL };
+	const char *bad_env[] = { "OXR_CMO_MAX_DEPTH=abc", NULL };
+	struct run r = spawn_run(dec, shallow, NULL, 30);
+
+	cr_assert_eq(r.rc, 1, "exit %d, stdout: %s", r.rc, r.out);
+	cr_assert(strstr(r.err, "nesting deeper than 2 (raise OXR_CMO_MAX_DEPTH)"), "%s", r.err);
+	run_free(&r);
+	expect_ok("(CMO_LIST,1,(CMO_LIST,1,(CMO_LIST,1,(CMO_NULL))))\n", NULL, "decode", deep);
+	r = spawn_run(dec, bad_env, NULL, 30);
+	cr_assert_eq(r.rc, 1, "exit %d", r.rc);
+	cr_assert(strstr(r.err, "oxr-cmo: OXR_CMO_MAX_DEPTH=abc"), "%s", r.err);
+	run_free(&r);
+	r = spawn_run(enc, bad_env, NULL, 30);
+	cr_assert_eq(r.rc, 1, "exit %d", r.rc);
+	cr_assert(strstr(r.err, "OXR_CMO_MAX_DEPTH=abc"), "%s", r.err);
+	run_free(&r);
+}
+
 /* Text -> bytes -> text in both orders reproduces the canonical text. */
 Test(tool, long_round_trip)
 {
