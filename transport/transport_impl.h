@@ -255,7 +255,9 @@ int oxr_rank_list(const oxr_group *g, int (*owes)(const oxr_group *, int, const 
 		  const void *arg, char *buf, size_t len);
 /* shrink.c: frees what a link kept of shrink frames. */
 void oxr_shrink_free(struct link *l);
-/* window.c: keeps the survivors' descriptors under their new ranks (alive: bit r of
+/* window.c: the peers' window descriptors this rank holds. */
+uint32_t oxr_windows_known(const oxr_group *g);
+/* Keeps the survivors' descriptors under their new ranks (alive: bit r of
  * byte r / 8 for each old rank r that stays), as of the old epoch. */
 void oxr_windows_renumber(oxr_group *g, const uint8_t *alive);
 /* A revoke: drops the landed-put notes of every window and deregisters

@@ -4,7 +4,8 @@
  * private OX frame whose CMO is
  *   LIST [INT32 id, INT32 epoch, INT32 offset_hi, INT32 offset_lo, INT32 notify, DATUM bytes]
  * (no notify for oxr_put_nonotify) and a descriptor one with
- * LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo].  The bytes go
+ * LIST [INT32 id, INT32 epoch, INT32 len_hi, INT32 len_lo], or, when the
+ * window is destroyed, LIST [INT32 id, INT32 epoch].  The bytes go
  * out by reference (gather send), so a put copies nothing on the origin; on
  * the target they land with one copy out of the receive path.
  *
@@ -343,6 +344,25 @@ oxr_status_t oxr_win_create(oxr_group *g, uint32_t id, void *base, size_t len, i
 	return OXR_OK;
 }
 
+/* The peers forget w's descriptor: each window made holds one at every
+ * linked peer, and collectives make a window per object (a crystal router
+ * per oxr-server call), so without this the peers' lists only grew; and a
+ * later window with w's id must not be taken as made before its own
+ * descriptor comes.  LIST [INT32 id, INT32 epoch]. */
+static void gone(oxr_group *g, const oxr_win *w)
+{
+	uint32_t v[2] = { w->id, w->epoch };
+	int i;
+
+	if (oxr_group_closing(g)) /* the links end: the peers drop the rank's all */
+		return;
+	for (i = 0; i < g->nused; i++) {
+		int p = g->used[i];
+		if (link_up(g->links[p]) && g->links[p]->mode == OXR_LINK_AUTH)
+			(void)oxr_send_ints(g, p, OXR_OX_PRIVATE_WIN, 2, v);
+	}
+}
+
 void oxr_win_destroy(oxr_win *w)
 {
 	oxr_win **pp;
@@ -355,6 +375,7 @@ void oxr_win_destroy(oxr_win *w)
 			break;
 		}
 	regs_drop(w->g, w);
+	gone(w->g, w);
 	free(w->notes);
 	free(w);
 }
@@ -371,6 +392,15 @@ int oxr_win_remote(oxr_group *g, int peer, uint32_t id, uint64_t *addr, uint32_t
 }
 
 uint64_t oxr_win_landed(const oxr_win *w) { return w->landed; }
+uint32_t oxr_windows_known(const oxr_group *g)
+{
+	const struct rwin *r;
+	uint32_t n = 0;
+
+	for (r = g->rwins; r; r = r->next)
+		n++;
+	return n;
+}
 uint64_t oxr_group_puts_refused(const oxr_group *g) { return g->puts_refused; }
 
 /* The target's window a put may go to, or an error that says why not. */
@@ -554,12 +584,31 @@ static void land_put(oxr_group *g, struct link *l, const oxr_cmo *o)
 	oxr_put_landed(g, l, &pn, bytes->len, bytes->data, notify);
 }
 
+static void drop_rwin(oxr_group *g, int peer, uint32_t id)
+{
+	struct rwin **pp, *r;
+
+	for (pp = &g->rwins; (r = *pp); pp = &r->next)
+		if (r->peer == peer && r->id == id) {
+			*pp = r->next;
+			free(r);
+			return;
+		}
+}
+
 static void keep_desc(oxr_group *g, struct link *l, const oxr_cmo *o)
 {
 	uint32_t v[7] = { 0 };
 	int rdma = o && o->nkids == 7 && can_put(l);
 	struct rwin *r;
 
+	if (o && o->nkids == 2) { /* the peer destroyed the window */
+		if (!oxr_frame_ints(o, 2, 2, v))
+			oxr_put_refused(g, l, 0, "malformed window end");
+		else
+			drop_rwin(g, l->peer, v[0]);
+		return;
+	}
 	if (!oxr_frame_ints(o, rdma ? 7 : 4, rdma ? 7 : 4, v))
 		{ oxr_put_refused(g, l, 0, "malformed descriptor"); return; }
 	r = find_rwin(g, l->peer, v[0]);

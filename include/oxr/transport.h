@@ -306,6 +306,8 @@ typedef struct oxr_group_counters {
 				     * links share (verbs' SRQ, shm's FIFO), not a ring of
 				     * their own (OXR_VERBS_RINGS, OXR_SHM_RINGS) */
 	uint64_t beats_sent;        /* heartbeat pings and answers sent (OXR_HEARTBEAT_MS) */
+	uint32_t window_descs;      /* peers' window descriptors held: one per live window of
+				     * a linked peer (a destroyed one is dropped) */
 } oxr_group_counters;
 /* Fills *out (OXR_ERR_INVAL for NULL). */
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);

@@ -266,6 +266,45 @@ PROVIDER_TEST(revoke, windows_refuse_puts_when_revoked_and_work_again_after_the_
 	free_pair(&p);
 }
 
+/* A destroyed window's descriptor is dropped at its peers (collectives make
+ * a window per object): made and destroyed 40 times, the peers hold one
+ * descriptor while it lives and none after. */
+PROVIDER_TEST(revoke, a_destroyed_window_is_forgotten_by_its_peers)
+{
+	struct pair p;
+	struct win_side a, b;
+	oxr_group_counters ca, cb;
+	pthread_t t;
+	int i;
+	int32_t v;
+
+	pair_up(&p, pv);
+	for (i = 0; i < 40; i++) {
+		a = (struct win_side){ .g = p.a };
+		b = (struct win_side){ .g = p.b };
+		pthread_create(&t, NULL, make_win, &a);
+		make_win(&b);
+		pthread_join(t, NULL);
+		cr_assert_eq(a.st, OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(b.st, OXR_OK, "%s", oxr_errmsg());
+		cr_assert_eq(oxr_group_stats(p.b, &cb), OXR_OK);
+		cr_assert_eq(cb.window_descs, 1, "round %d: rank 1 holds %u descriptors", i,
+			     cb.window_descs);
+		oxr_win_destroy(a.w);
+		oxr_win_destroy(b.w);
+	}
+	/* the ends went before these on each link */
+	cr_assert_eq(send_int(p.a, 1, 5), OXR_OK);
+	cr_assert_eq(recv_int(p.b, 0, &v), OXR_OK);
+	cr_assert_eq(send_int(p.b, 0, 6), OXR_OK);
+	cr_assert_eq(recv_int(p.a, 1, &v), OXR_OK);
+	cr_assert_eq(oxr_group_stats(p.a, &ca), OXR_OK);
+	cr_assert_eq(oxr_group_stats(p.b, &cb), OXR_OK);
+	cr_assert_eq(ca.window_descs + cb.window_descs, 0, "descriptors left: %u and %u",
+		     ca.window_descs, cb.window_descs);
+	free_pair(&p);
+}
+
 /* A rank killed with SIGKILL: every survivor's wait ends with an error
  * naming it, even waits on live ranks (the failure revoked the group). */
 PROVIDER_TEST(revoke, a_killed_rank_revokes_the_group_for_every_survivor)
