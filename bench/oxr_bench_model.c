@@ -18,11 +18,12 @@
  * barrier's and the crystal router's stage count.
  *
  * --simulate (oxr_bench_simulate) needs no ranks: it runs the revoke's
- * broadcast core (transport/bmg_sim.c) and the heartbeat's ring detector
- * (transport/ring_sim.c) over simulated groups up to 2^20 ranks, and takes
- * the bitmap barrier's window from its core, for the counts the formulas
- * assume (rounds, frames or pings per rank, periods to detect) and memory
- * per rank.
+ * broadcast core (transport/bmg_sim.c), the heartbeat's ring detector
+ * (transport/ring_sim.c) and the shrink's agreement core
+ * (transport/agree_sim.c) over simulated groups up to 2^20 ranks, and
+ * takes the bitmap barrier's window from its core, for the counts the
+ * formulas assume (rounds, frames or pings per rank, periods to detect)
+ * and memory per rank.
  *
  * LogGP assumes a processor per rank.  Where the measured group had more
  * ranks than the machine has cores, the check also gives the model times
@@ -37,6 +38,7 @@
 #include <string.h>
 
 #include "oxr_bench.h"
+#include "agree.h"
 #include "barrier_core.h"
 #include "bmg.h"
 #include "ring.h"
@@ -93,6 +95,14 @@ static double t_revoke_od(const struct loggp *m, double P, double b)
 	return ceil(l / 2) * (hop(m, 0) + (2 * l - 1) * m->g);
 }
 
+/* the shrink's agreement core (transport/agree.c; shrink.c does not run it
+ * yet): l rounds up the tree of the live ranks and l down, each frame
+ * naming the failed ranks, m = 4 bytes each (--simulate gives the rounds) */
+static double t_agree(const struct loggp *m, double P, double b)
+{
+	return 2 * lg2(P) * hop(m, b);
+}
+
 /* every rank writes P-1 balls, then takes P-1, each a receive overhead */
 static double t_reset(const struct loggp *m, double P, double b)
 {
@@ -113,6 +123,10 @@ static struct proj projs[] = {
 	{ "revoke", "oxr-ondemand", "revoke-od",
 	  "ceil(l/2) (L + 2o + (2l - 1) g) (links on demand)", t_revoke_od, 0 },
 	{ "reset", "oxr", "reset", "L + (P - 1)(g + o)", t_reset, 0 },
+	/* projected only: no run measures the core (shrink.c floods P-bit maps) */
+	{ "shrink", "oxr-agree", "agree",
+	  "2l (L + 2o + m G), m = 4 bytes a failed rank (agreement core, not run yet)", t_agree,
+	  4 },
 };
 #define NPROJ (sizeof(projs) / sizeof(projs[0]))
 
@@ -337,6 +351,49 @@ static int sim_detector(FILE *out, int P, int permille)
 	return ok ? 0 : -1;
 }
 
+/* The shrink's agreement core over P ranks: `permille` of them dead before
+ * it (known: their links are down), and the root dying as it decides (in
+ * the round it takes its last report, before it sends), found a round
+ * later by the ranks waiting on it.  Bounds (agree.c): 2l rounds with the dead
+ * known, 2l + delay + 1 with the root dying; l frames sent and taken a
+ * rank with none dying during it, l + 1 + 2c sent and 2l + 1 + 3c taken
+ * with c dying. */
+static int sim_agree(FILE *out, int P, int permille, int root_dies)
+{
+	struct oxr_agree_sim s = { .n = P, .known = 1, .delay = 1 };
+	int32_t *die = malloc((size_t)P * sizeof(*die));
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t)P ^ (uint64_t)permille << 40;
+	int r, l = oxr_bmg_slots(P) / 2, c = root_dies, model, ok, h;
+	uint32_t sent_bound = (uint32_t)(c ? l + 1 + 2 * c : l);
+	uint32_t recvd_bound = (uint32_t)(c ? 2 * l + 1 + 3 * c : l);
+
+	if (!die)
+		return -1;
+	for (r = 0; r < P; r++) /* rank 0 lives: the root */
+		die[r] = r && (int)(xorshift(&x) % 1000) < permille ? 0 : OXR_AGREE_LIVES;
+	/* the failure-free tree's height, floor(log2 P): the round the root
+	 * takes its last report in */
+	for (h = 0; (int64_t)2 << h <= P; h++)
+		;
+	if (root_dies)
+		die[0] = h > 0 ? h : 1;
+	s.die = die;
+	if (oxr_agree_simulate(&s)) {
+		free(die);
+		return -1;
+	}
+	model = 2 * l + (root_dies ? s.delay + 1 : 0);
+	ok = !s.stalled && !s.undecided && !s.disagree && !s.dead_missing && !s.live_in &&
+	     s.rounds <= model && s.max_sent <= sent_bound && s.max_recvd <= recvd_bound;
+	fprintf(out, "  %-8d %4.1f%% %-5s %5d %5d %5d %6d %6d %6u %6.2f %5u %6u %5u %8zu %s\n", P,
+		permille / 10.0, root_dies ? "root" : "-", s.undecided, s.disagree, s.dead_missing,
+		s.rounds, model, s.max_sent, s.live ? (double)s.frames / s.live : 0, sent_bound,
+		s.max_recvd, recvd_bound, s.max_bytes, ok ? "ok" : "FAILED");
+	oxr_agree_sim_free(&s);
+	free(die);
+	return ok ? 0 : -1;
+}
+
 /* The bitmap barrier at the default radix: its window from the core (the
  * same layout on every rank), its rounds from the tree's depth d (up, then
  * down: 2d), E = the tree's edge labels, half the slots of a parity; the
@@ -403,5 +460,21 @@ int oxr_bench_simulate(FILE *out)
 		"P", "rounds", "slots", "E", "window B", "bound B", "check");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		bad |= sim_barrier(out, sizes[i]);
+	fprintf(out, "\n# shrink's agreement on the failed ranks: its core (transport/agree.c) "
+		"over a tree of the live\n# ranks, simulated in rounds; not yet what shrink.c "
+		"runs (it floods: P - 1 frames of P/8 bytes a\n# rank a round).  dead: before it, "
+		"known (links down); dies root: rank 0 dies as it decides,\n# found a round later."
+		"  model: 2l rounds (2l + 2 when the root dies); l frames sent and taken a\n"
+		"# rank (l + 1 + 2c sent, 2l + 1 + 3c taken, c dying); LogGP: 2l (L + 2o + m G), "
+		"m = 4 bytes a failed rank\n# %-8s %5s %-5s %5s %5s %5s %6s %6s %6s %6s %5s %6s "
+		"%5s %8s\n", "P", "dead", "dies", "undec", "split", "miss", "rounds", "model",
+		"frames", "mean", "bound", "taken", "bound", "bytes");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		bad |= sim_agree(out, sizes[i], 0, 0) | sim_agree(out, sizes[i], 10, 0) |
+		       sim_agree(out, sizes[i], 0, 1);
+	fprintf(out, "#   undec: live ranks that never decided; split: live ranks that decided "
+		"another list;\n#   miss: ranks dead before it not in the decision; frames, taken:"
+		" the most a rank sent, took\n#   (mean: sent per live rank); bytes: the most a "
+		"rank's state held (80, and 4 a failed rank)\n");
 	return bad ? -1 : 0;
 }
