@@ -420,8 +420,17 @@ void oxr_link_write(oxr_group *g, struct link *l)
 		if (k < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
 		if (k < 0) {
-			oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s", l->peer,
-				      l->addr, strerror(errno));
+			int e = errno;
+			/* a peer that said BYE and left: its BYE may still be unread
+			 * here, and then this is its end, not a failure (a window
+			 * destroyed as the peer leaves tells it so) */
+			if (l->state == LINK_OPEN && (e == EPIPE || e == ECONNRESET))
+				oxr_link_read(g, l);
+			if (l->state == LINK_LEAVING)
+				oxr_link_closed_by_peer(g, l);
+			else if (link_up(l))
+				oxr_link_fail(g, l, OXR_ERR_PEER, "link to rank %d (%s) broke: %s",
+					      l->peer, l->addr, strerror(e));
 			return;
 		}
 		op->left -= (size_t)k;

@@ -30,39 +30,11 @@
 #include <string.h>
 
 #include "agree.h"
+#include "sim_util.h"
 
 TestSuite(agree, .timeout = 300);
 
 #define LIVES OXR_AGREE_LIVES
-
-static uint64_t rnd_state;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
-static void seed(uint64_t s)
-{
-	const char *e = getenv("OXR_TEST_SEED");
-
-	rnd_state = (e && *e ? strtoull(e, NULL, 0) : 0x2545f4914f6cdd1dull) ^ s;
-	if (!rnd_state)
-		rnd_state = 1;
-	rnd();
-}
-
-static int quick(void)
-{
-	const char *e = getenv("OXR_TEST_QUICK");
-
-	return e && *e && strcmp(e, "0");
-}
-
-static int big(void) { return quick() ? 4097 : 65536; }
 
 static int ceil_log2(int n)
 {
@@ -73,16 +45,7 @@ static int ceil_log2(int n)
 	return l;
 }
 
-static int32_t *lives(int n)
-{
-	int32_t *die = malloc((size_t)n * sizeof(*die));
-	int r;
-
-	cr_assert(die);
-	for (r = 0; r < n; r++)
-		die[r] = LIVES;
-	return die;
-}
+static int32_t *lives(int n) { return sim_lives(n, LIVES); }
 
 /* permille of the ranks dead before the start, rank 0 spared if keep0 */
 static void dead_before(int32_t *die, int n, int permille, int keep0)

@@ -23,36 +23,9 @@
 #include <string.h>
 
 #include "bmg.h"
+#include "sim_util.h"
 
 TestSuite(bmg, .timeout = 300);
-
-static uint64_t rnd_state;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
-}
-
-static void seed(uint64_t s)
-{
-	const char *e = getenv("OXR_TEST_SEED");
-
-	rnd_state = (e && *e ? strtoull(e, NULL, 0) : 0x2545f4914f6cdd1dull) ^ s;
-	if (!rnd_state)
-		rnd_state = 1;
-}
-
-static int quick(void)
-{
-	const char *e = getenv("OXR_TEST_QUICK");
-
-	return e && *e && strcmp(e, "0");
-}
-
-static int big(void) { return quick() ? 4097 : 65536; }
 
 static int ceil_log2(int n)
 {

@@ -25,22 +25,14 @@
 
 #include "cmo_random.h"
 #include "ring.h"
+#include "sim_util.h"
 
 TestSuite(ring, .timeout = 60);
 
 #define BIG 65536
 #define LIVES OXR_RING_LIVES
 
-static int32_t *lives(int n)
-{
-	int32_t *die = malloc((size_t)n * sizeof(*die));
-	int r;
-
-	cr_assert(die);
-	for (r = 0; r < n; r++)
-		die[r] = LIVES;
-	return die;
-}
+static int32_t *lives(int n) { return sim_lives(n, LIVES); }
 
 static int below(int r, int n, int d) { return ((r - d) % n + n) % n; }
 
