@@ -277,9 +277,8 @@ static struct rwin *fetch_rwin(oxr_group *g, int peer, uint32_t id, int stale)
 {
 	struct one_desc x = { g, peer, id };
 
-	if (stale ? !link_up(link_peek(g, peer)) : !g->eps || oxr_link_want(g, peer))
-		return find_rwin(g, peer, id);
-	(void)oxr_progress_until(g, have_desc, &x, g->ctx->link_timeout_ms);
+	if (stale ? link_up(link_peek(g, peer)) : g->eps && !oxr_link_want(g, peer))
+		(void)oxr_progress_until(g, have_desc, &x, g->ctx->link_timeout_ms);
 	return find_rwin(g, peer, id);
 }
 
@@ -412,24 +411,25 @@ static oxr_status_t put_target(oxr_group *g, int peer, uint32_t id, uint64_t off
 	if (oxr_group_stopped(g))
 		return oxr_revoked_err(g, "put");
 	/* on demand, a link that opened after this window was made may still
-	 * have the peer's descriptor on the way: wait for it as for a new link */
-	if ((!r || r->epoch != g->epoch) && peer >= 0 && peer < g->size && peer != g->rank &&
-	    !(r = fetch_rwin(g, peer, id, r != NULL)) && link_down(link_peek(g, peer))) {
-		oxr_err_keep(g->links[peer]->errmsg);
-		return g->links[peer]->err;
+	 * have the peer's descriptor on the way, and after a reset the new key
+	 * comes as the peer's reset ends: wait for it */
+	if ((!r || r->epoch != g->epoch) && peer >= 0 && peer < g->size && peer != g->rank) {
+		r = fetch_rwin(g, peer, id, r != NULL);
+		if (oxr_group_stopped(g))
+			return oxr_revoked_err(g, "put");
+		if ((!r || r->epoch != g->epoch) && link_down(link_peek(g, peer))) {
+			oxr_err_keep(g->links[peer]->errmsg);
+			return g->links[peer]->err;
+		}
 	}
-	if (oxr_group_stopped(g))
-		return oxr_revoked_err(g, "put");
 	if (!r)
 		return oxr_err(OXR_ERR_INVAL, "put: rank %d has no window %u known to rank %d "
 			       "(create it on both sides first)", peer, id, g->rank);
 	if (r->epoch != g->epoch)
-		return link_down(link_peek(g, peer))
-			       ? (oxr_err_keep(g->links[peer]->errmsg), g->links[peer]->err)
-			       : oxr_err(OXR_ERR_TIMEOUT, "put: rank %d sent no key of window %u for "
-					 "epoch %u within %d ms (OXR_LINK_TIMEOUT_MS; its last is of "
-					 "epoch %u: is it still in the reset?)", peer, id, g->epoch,
-					 g->ctx->link_timeout_ms, r->epoch);
+		return oxr_err(OXR_ERR_TIMEOUT, "put: rank %d sent no key of window %u for epoch %u "
+			       "within %d ms (OXR_LINK_TIMEOUT_MS; its last is of epoch %u: is it "
+			       "still in the reset?)", peer, id, g->epoch, g->ctx->link_timeout_ms,
+			       r->epoch);
 	if (offset > r->len || len > r->len - offset || len > INT32_MAX)
 		return oxr_err(OXR_ERR_INVAL, "put: %zu bytes at offset %llu do not fit window %u "
 			       "of rank %d (%llu bytes)", len, (unsigned long long)offset, id, peer,
