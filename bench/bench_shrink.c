@@ -16,10 +16,10 @@
  * oxr_group_shrink - T (the figure issue 22 asks for); shrink alone = that
  * return - the first failed wait.  T, not the victim's own clock reading:
  * a dead rank tells nobody when it died; the victim prints how late it woke.
- * Per rank, over the round (oxr_group_counters): REVOKE frames sent, and
- * handshakes, the links the shrink opened (on demand it opens every link
- * to agree: shrink.c's open_all).  The shrink's own PROPOSE and COMMIT
- * frames have no counter.
+ * Per rank, over the round (oxr_group_counters): REVOKE frames sent,
+ * handshakes (the links the round opened: the agreement's tree, the
+ * reset's partners), links open after it, and shrink frames sent (reports,
+ * decisions, and a fence per open link).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -34,7 +34,8 @@
 
 #define AHEAD_US 5000.0 /* T after the last rank said it waits: the victim has its T by then */
 
-enum { T_FAIL, T_END, F_REVOKES, F_HANDSHAKES, F_LINKS, F_N };
+enum { T_FAIL, T_END, F_REVOKES, F_HANDSHAKES, F_LINKS, F_SHRINK, F_N };
+enum { NF = F_N - F_REVOKES }; /* the per-rank counts */
 
 static void die(const char *what, oxr_status_t st)
 {
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 	oxr_group *g;
 	oxr_arena *a;
 	oxr_status_t st;
-	double *detect, *shrink, *alone, fr[3][2] = { { 0 } }; /* max, sum over rounds' ranks */
+	double *detect, *shrink, *alone, fr[NF][2] = { { 0 } }; /* max, sum over rounds' ranks */
 	oxr_group_counters c0, c1;
 
 	if ((st = oxr_boot_open(&b)) || (st = oxr_ctx_create(&c)) || (st = oxr_group_boot(c, b, &g)) ||
@@ -150,6 +151,7 @@ int main(int argc, char **argv)
 		v[F_REVOKES] = (double)(c1.revokes_sent - c0.revokes_sent);
 		v[F_HANDSHAKES] = (double)(c1.handshakes - c0.handshakes);
 		v[F_LINKS] = c1.links_open;
+		v[F_SHRINK] = (double)(c1.shrink_frames - c0.shrink_frames);
 		/* the old rank 0 is the new one: the victim is never rank 0 */
 		if (oxr_group_rank(g)) {
 			send_doubles(g, a, 0, v, F_N);
@@ -158,14 +160,14 @@ int main(int argc, char **argv)
 		{
 			double last_fail = v[T_FAIL], first_fail = v[T_FAIL], end = v[T_END], w[F_N];
 			int f;
-			for (f = 0; f < 3; f++)
+			for (f = 0; f < NF; f++)
 				fr[f][0] = maxf(fr[f][0], v[F_REVOKES + f]), fr[f][1] += v[F_REVOKES + f];
 			for (p = 1; p < n - 1; p++) {
 				recv_doubles(g, p, tmo, w, F_N);
 				last_fail = maxf(last_fail, w[T_FAIL]);
 				first_fail = w[T_FAIL] < first_fail ? w[T_FAIL] : first_fail;
 				end = maxf(end, w[T_END]);
-				for (f = 0; f < 3; f++)
+				for (f = 0; f < NF; f++)
 					fr[f][0] = maxf(fr[f][0], w[F_REVOKES + f]),
 					fr[f][1] += w[F_REVOKES + f];
 			}
@@ -189,10 +191,11 @@ int main(int argc, char **argv)
 		printf("shrink %-5s ranks %4d  kills %3d  detect median %9.1f us max %9.1f us  "
 		       "shrink median %9.1f us max %9.1f us (alone median %9.1f us)  revoke frames a "
 		       "rank max %.0f mean %.2f  handshakes a rank max %.0f mean %.1f  links after "
-		       "max %.0f mean %.1f (%s)\n",
+		       "max %.0f mean %.1f  shrink frames a rank max %.0f mean %.1f (%s)\n",
 		       oxr_ctx_transport(c), n0, kills, detect[kills / 2], detect[kills - 1],
 		       shrink[kills / 2], shrink[kills - 1], alone[kills / 2], fr[0][0],
 		       fr[0][1] / ranks, fr[1][0], fr[1][1] / ranks, fr[2][0], fr[2][1] / ranks,
+		       fr[3][0], fr[3][1] / ranks,
 		       oxr_group_links_on_demand(g) ? "links on demand" : "eager links");
 		fflush(stdout);
 	}

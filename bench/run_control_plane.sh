@@ -9,7 +9,7 @@
 #   shrink   bench_shrink under oxr-run --survive: rank P/2 SIGKILLs itself;
 #            the kill to the last survivor's return from oxr_group_shrink (and
 #            to the last survivor's failed wait), REVOKE frames and handshakes
-#            a rank over the round (the shrink's own frames have no counter)
+#            a rank over the round, and shrink frames a rank sent
 #   barrier  bench_barrier bitmap: the median time of one barrier on rank 0
 #            (bitmap is the default barrier above 2 ranks)
 # then one table, with each figure's growth from 64 to 1,024 ranks beside
@@ -168,6 +168,7 @@ figures() {
 	v+=("$(ms "$(num "$s" 'shrink median')")" "$(ms "$(num "$s" 'detect median')")")
 	v+=("$(num "$s" 'revoke frames a rank max [0-9]* mean')")
 	v+=("$(num "$s" 'handshakes a rank max [0-9]* mean')" "$(ms "$(val "$b" median_us)")")
+	v+=("$(num "$s" 'shrink frames a rank max [0-9]* mean')")
 	for i in "${!v[@]}"; do printf '%s ' "${v[$i]:--}"; done
 	echo
 }
@@ -177,23 +178,25 @@ bound() { awk -v p="$1" -v c="$cores" 'BEGIN { printf "%.0f", log(p) / log(2) * 
 # the figures' names, and t (a time: the bound log2(P) x P/cores) or f (a
 # count of frames a rank: the bound is log2(P), no time-sharing in a count)
 names=(revoke_ms frames_mean frames_max_gt0 reset_ms shrink_ms detect_ms shr_revokes
-	shr_handshakes barrier_ms)
-kinds=(t f f t t t f f t)
+	shr_handshakes barrier_ms shr_frames)
+kinds=(t f f t t t f f t f)
 echo
 echo "control plane, tcp, $cores cores: medians in ms; frames a rank per revoke (mean over the"
 echo "ranks / most of a rank but 0); shrink: the kill to the last survivor's return from"
 echo "oxr_group_shrink, detect: to the last survivor's failed wait, then per rank over the kill's"
-echo "round REVOKE frames sent and handshakes (links the shrink opened); bound = log2(P) x P/cores"
+echo "round REVOKE frames sent, handshakes (links the round opened) and shrink frames sent"
+echo "(mean; \"-\" from a build without the counter); bound = log2(P) x P/cores"
 for l in $links; do
 	echo
 	echo "OXR_LINKS=$l"
-	printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %8s\n' P "revoke ms" "frames/rank" \
-		"reset ms" "shrink ms" "detect ms" "shr revokes" "shr handshakes" "barrier ms" bound
+	printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %8s\n' P "revoke ms" \
+		"frames/rank" "reset ms" "shrink ms" "detect ms" "shr revokes" "shr handshakes" \
+		"barrier ms" "shr frames" bound
 	for n in $sizes; do
 		read -r -a f < <(figures "$l" "$n")
-		printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %8s\n' "$n" "${f[0]}" \
+		printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %8s\n' "$n" "${f[0]}" \
 			"${f[1]} / ${f[2]}" "${f[3]}" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}" "${f[8]}" \
-			"$(bound "$n")"
+			"${f[9]}" "$(bound "$n")"
 		for k in revoke shrink barrier; do
 			if [ -f "$out/$k.$l.$n.fail" ]; then
 				echo "       $k: $(head -1 "$out/$k.$l.$n.fail")"

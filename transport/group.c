@@ -66,7 +66,7 @@ void oxr_group_destroy(oxr_group *g)
 		close(g->lis[i].fd);
 	free(g->lis);
 	oxr_windows_free(g);
-	free(g->sh_commit.map);
+	oxr_shrink_group_free(g);
 	oxr_arena_destroy(g->scratch);
 	close(g->epfd);
 	for (i = 0; i < g->nused; i++)

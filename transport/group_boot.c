@@ -64,9 +64,9 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 
 static int eager(const oxr_ctx *c)
 {
-	/* auto is eager for now: a shrink under on-demand links still opens
-	 * every link (shrink.c's open_all); OXR_VERBS_CM=rdmacm needs eager (its
-	 * connect blocks on the peer) */
+	/* auto is eager for now (on demand is not yet measured against it
+	 * below 1,024 ranks); OXR_VERBS_CM=rdmacm needs eager (its connect
+	 * blocks on the peer) */
 	if (c->params.links == LINKS_AUTO)
 		return 1;
 	return c->params.links == LINKS_EAGER || (c->params.verbs_cm == 1 &&

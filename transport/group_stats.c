@@ -38,6 +38,7 @@ oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out)
 	out->handshakes_refused = g->handshakes_refused;
 	out->revokes_sent = g->revokes_sent;
 	out->beats_sent = g->beats_sent;
+	out->shrink_frames = g->shrinks_sent;
 	out->window_descs = oxr_windows_known(g);
 	oxr_verbs_pinned(&out->qps, &out->mrs, &out->pinned_bytes);
 	return OXR_OK;

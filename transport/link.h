@@ -73,12 +73,12 @@ struct link {
 	int ball_seen;          /* reset: the peer's OX_SYNC_BALL came (what follows is new) */
 	int ball_queued;        /* an OX_SYNC_BALL waits in rq: what follows it is kept */
 	int64_t last_rx;          /* ms of the last bytes in (heartbeat) */
-	struct sh_prop sh[2];   /* shrink: the peer's proposals of the last two rounds */
-	struct sh_prop *sh_next; /* its round 0 of the next agreement, come before this
-				    rank decided the one it runs (adopted at renumber) */
-	uint32_t sh_late;       /* 1 + the agreement this rank decided (a COMMIT came)
-				   before the peer's proposal of it did: what comes
-				   before that proposal is old (0: none owed) */
+	/* shrink (shrink_frame.c): 1 + the agreement of the peer's last fence
+	 * (what came before it is old) and of this rank's on the link; frames
+	 * of an agreement this rank has not started, kept until it does */
+	uint32_t sh_fence, sh_fenced;
+	struct sh_frame *sh_pend;
+	int sh_npend;
 	/* opening on demand (link_demand.c): the handshake that will open it
 	 * (NULL: none runs now), and while none does, when to try again (the
 	 * peer was in another epoch) or by when the peer's own open must come

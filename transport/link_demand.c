@@ -122,7 +122,8 @@ static oxr_status_t endpoint(oxr_group *g, int peer, const struct oxr_endpoint *
 	*out = e;
 	if (oxr_load32(e->port, OXR_ORDER_LITTLE) || !g->boot)
 		return OXR_OK;
-	st = oxr_boot_lookup(g->boot, peer, g->boot_seq, e, sizeof(*e));
+	st = oxr_boot_lookup(g->boot, g->boot_rank ? g->boot_rank[peer] : peer, g->boot_seq, e,
+			     sizeof(*e));
 	if (st == OXR_OK && !oxr_endpoint_ok(e)) {
 		memset(e, 0, sizeof(*e));
 		st = oxr_err(OXR_ERR_PROTO, "the endpoint rank %d published is malformed", peer);
@@ -436,6 +437,19 @@ void oxr_demand_cancel_all(oxr_group *g)
 		}
 }
 
+void oxr_demand_renumbered(oxr_group *g)
+{
+	int i;
+
+	for (i = 0; i < g->nused; i++) {
+		struct link *l = g->links[g->used[i]];
+		if (l->state != LINK_OPENING || l->hs)
+			continue;
+		clear_waiting(g, l);
+		(void)start_out(g, l, l->peer); /* a failure fails the link */
+	}
+}
+
 void oxr_demand_free(oxr_group *g)
 {
 	oxr_demand_cancel_all(g);
@@ -444,6 +458,8 @@ void oxr_demand_free(oxr_group *g)
 	g->hs_cap = g->nhs = 0;
 	free(g->eps);
 	g->eps = NULL;
+	free(g->boot_rank);
+	g->boot_rank = NULL;
 	oxr_boot_release(g->boot);
 	g->boot = NULL;
 }

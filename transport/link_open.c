@@ -84,7 +84,8 @@ static const char *refusal_text(uint32_t r)
 	case OXR_REF_SIZE: return "different group size";
 	case OXR_REF_VERSION: return "handshake version mismatch";
 	case OXR_REF_RACE: return "both ends opened the link at once (the lower rank's goes on)";
-	case OXR_REF_BUSY: return "in another epoch (a reset in between): try again";
+	case OXR_REF_BUSY: return "in another epoch or group size (a reset or a shrink between "
+				  "them): try again";
 	}
 	return "refused";
 }
@@ -423,8 +424,12 @@ static oxr_status_t a_hello(struct oxr_hs *h)
 		return st;
 	if (memcmp(c, "OXRC", 4) || get_u32(c + 4) != HS_VERSION)
 		return refuse(h, OXR_REF_VERSION, HELLO_A, (int)claimed);
+	/* a shrink renumbers the ranks: a connector of a smaller group may be
+	 * past one this rank has not ended yet, one of a larger group behind
+	 * one this rank ended; both try again once the shrink is over here */
 	if (get_u32(c + 8) != (uint32_t)g->size)
-		return refuse(h, OXR_REF_SIZE, HELLO_A, (int)claimed);
+		return refuse(h, get_u32(c + 8) < (uint32_t)g->size || g->sh.gen ? OXR_REF_BUSY :
+			      OXR_REF_SIZE, HELLO_A, (int)claimed);
 	/* a connector that came to the wrong rank learns it from the hello
 	 * (and its proof would not match this rank anyway) */
 	if (claimed >= (uint32_t)g->size || (int)claimed == g->rank)

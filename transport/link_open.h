@@ -95,8 +95,13 @@ int oxr_demand_committed(const oxr_group *g);
 /* A handshake of link_demand.c ended (done or not): out of the table. */
 void oxr_demand_forget(oxr_group *g, struct oxr_hs *h);
 void oxr_demand_free(oxr_group *g);
-/* Every handshake in flight ends (a shrink renumbers the group). */
+/* Every handshake in flight ends. */
 void oxr_demand_cancel_all(oxr_group *g);
+/* A shrink renumbered the group (with no handshake in flight: they name
+ * the ranks): the links this rank waits to open again (refused as busy,
+ * or left to the peer's open) start again under the new numbers at once
+ * (what is queued on them goes out once open). */
+void oxr_demand_renumbered(oxr_group *g);
 /* l ends (closed, a shrink drops it): its handshake or wait with it. */
 void oxr_demand_drop_link(oxr_group *g, struct link *l);
 

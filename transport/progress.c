@@ -145,6 +145,7 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 	oxr_status_t st;
 
 	struct sendop *sq_head = NULL, *sq_tail = NULL;
+	uint32_t fenced = 0;
 
 	if (!l) {
 		close(fd);
@@ -167,12 +168,16 @@ oxr_status_t oxr_link_attach(oxr_group *g, int peer, int fd, int mode, const str
 	if (l->state == LINK_OPENING) { /* what was sent meanwhile goes out now */
 		sq_head = l->sq_head;
 		sq_tail = l->sq_tail;
+		fenced = l->sh_fenced; /* its fence is in sq */
 		l->sq_head = l->sq_tail = NULL;
 		l->state = LINK_NONE; /* nothing else of it to free */
 	}
 	oxr_link_close(g, l);
 	l->sq_head = sq_head;
 	l->sq_tail = sq_tail;
+	l->sh_fenced = fenced;
+	if (g->sh.due) /* opened in the reset that ends a shrink: nothing on it is old */
+		l->sh_fence = g->sh.gen;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	l->rbuf = malloc(RBUF);
 	st = l->rbuf ? oxr_arena_create(&l->arena) : OXR_ERR_NOMEM;

@@ -456,7 +456,7 @@ static int all_balls(void *arg)
 			continue;
 		/* what the peer sent before it went comes first: its ball may be
 		 * there (not while what it holds is of the shrink's old epoch) */
-		while (owed && !l->ball_seen && l->rq_head && !l->sh_late) {
+		while (owed && !l->ball_seen && l->rq_head && !oxr_shrink_old(g, l)) {
 			oxr_rmsg *m = oxr_link_take(l);
 			l->ball_seen = m->msg.tag == OXR_OX_SYNC_BALL;
 			oxr_rmsg_free(m);
@@ -464,7 +464,7 @@ static int all_balls(void *arg)
 		/* a rank that proposes a shrink left its reset (it saw a rank
 		 * fail) and sends no ball: this reset cannot end, and waiting for
 		 * the others' balls would hold this rank out of the shrink */
-		if (owed && !l->ball_seen && link_up(l) && oxr_shrink_proposed(l)) {
+		if (owed && !l->ball_seen && link_up(l) && oxr_shrink_proposed(g, l)) {
 			if (b->st == OXR_OK) {
 				b->st = OXR_ERR_PEER;
 				snprintf(b->msg, sizeof(b->msg), "reset: rank %d shrinks the group "

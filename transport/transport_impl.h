@@ -71,13 +71,25 @@ enum oxr_gact { OXR_GA_NONE, OXR_GA_RESETTING, OXR_GA_SHRINKING, OXR_GA_CLOSING,
 /* The state a user sees: the epoch's revoke and the activity together. */
 enum oxr_gstate { OXR_GS_OPEN, OXR_GS_REVOKED, OXR_GS_RESETTING, OXR_GS_SHRINKING, OXR_GS_CLOSING };
 
-/* What one shrink frame said (shrink.c): a proposal, or the decision. */
-struct sh_prop {
-	uint8_t *map;           /* the set of ranks, a bit each; NULL: none came */
-	size_t len;             /* its bytes */
-	int round;              /* the round + 1 (0: none) */
-	uint32_t epoch;         /* the sender's epoch */
-	uint32_t objs;          /* the sender's collective objects made (oxr_group_next_object) */
+struct oxr_agree;
+
+/* A shrink (shrink.c, shrink_frame.c): the agreement that runs, and what
+ * outlives it.  O(1 + f) bytes for f failed ranks, whatever P. */
+struct sh_state {
+	struct oxr_agree *ag;   /* the agreement running (NULL: none) */
+	uint32_t gen;           /* agreements decided (a frame names its own: older
+				   ones are late, the next one is early) */
+	int due;                /* the reset that ends agreement gen - 1 runs: a
+				   link's queue is old until its fence of it came */
+	int news;               /* a frame moved the agreement (the wait's wake-up) */
+	int have_dec;           /* dec_epoch and dec_objs are the decision's */
+	uint32_t epoch, objs;   /* the highest epoch and object count reported to it */
+	int32_t *dec;           /* an adopted decision's list (the core points at it) */
+	uint32_t dec_epoch, dec_objs;
+	int32_t *last;          /* the last decision, to answer a report that comes
+				   after it (old ranks), and its length */
+	int32_t nlast;
+	uint32_t last_epoch, last_objs;
 };
 
 struct oxr_group {
@@ -117,13 +129,11 @@ struct oxr_group {
 	int revoke_origin;      /* its origin */
 	oxr_status_t revoke_st; /* what waits fail with: REVOKED, or PEER for a failure */
 	int revoke_failed;      /* the rank whose failure revoked the group, or -1 */
-	struct sh_prop sh_commit; /* shrink: the decision, when a COMMIT came */
-	uint32_t sh_gen;        /* shrink: agreements decided (a frame names its own:
-				   older ones are late, the next one is early) */
-	int sh_running;         /* shrink: from its start to its decision */
+	struct sh_state sh;     /* shrink */
 	uint32_t objs;          /* collective objects made (oxr_group_next_object) */
 	uint64_t revokes_sent;  /* REVOKE frames this rank sent (its own and forwarded) */
 	uint64_t beats_sent;    /* heartbeat pings and answers this rank sent */
+	uint64_t shrinks_sent;  /* shrink frames this rank sent */
 	/* the revoke's broadcast where links open on demand (revoke.c): its
 	 * cursors, valid for bmg_epoch while bmg_on, the origin it forwards,
 	 * and whether its sends are under way (a failure met in one retargets
@@ -140,6 +150,8 @@ struct oxr_group {
 	struct oxr_endpoint *eps;
 	struct oxr_boot *boot;  /* held: eps fills from its lookups (NULL: eps is whole) */
 	uint64_t boot_seq;      /* the round its endpoints were published in */
+	int32_t *boot_rank;     /* after a shrink, each rank's rank in the bootstrap
+				   (NULL: its own) */
 	int demand_lfd;
 	struct oxr_hs **hs;
 	int nhs, hs_cap, nwaiting;
@@ -242,24 +254,27 @@ oxr_status_t oxr_revoked_err(const oxr_group *g, const char *what);
 oxr_status_t oxr_windows_rekey(oxr_group *g, int timeout_ms);
 /* shrink.c: a SHRINK frame from link l. */
 oxr_status_t oxr_shrink_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m);
-/* 1 once the peer has proposed in this shrink or the next: it runs no reset */
-int oxr_shrink_proposed(const struct link *l);
-/* 1 while what l brings was sent before its sender's proposal of the
- * shrink this rank runs or decided last: of the old epoch (a reset's ball or
- * rounds then belong to the reset that failed) */
+/* 1 once the peer fenced l for the shrink this rank runs or would run
+ * next: it left its reset and runs none until that shrink is decided */
+int oxr_shrink_proposed(const oxr_group *g, const struct link *l);
+/* 1 while what l brings was sent before its sender's fence of the shrink
+ * this rank runs or whose reset it runs: of the old epoch (a reset's ball
+ * or rounds then belong to the reset that failed) */
 int oxr_shrink_old(const oxr_group *g, const struct link *l);
 /* group.c: the ranks of g's used links for which owes() holds, into buf
  * ("3, 5, 9", the first 8, then " (N in all)"), for a wait's timeout to
  * name whom it waits for; returns how many. */
 int oxr_rank_list(const oxr_group *g, int (*owes)(const oxr_group *, int, const void *),
 		  const void *arg, char *buf, size_t len);
-/* shrink.c: frees what a link kept of shrink frames. */
+/* shrink_frame.c: frees what a link kept of shrink frames. */
 void oxr_shrink_free(struct link *l);
+/* shrink_frame.c: frees what the group kept of shrinks. */
+void oxr_shrink_group_free(oxr_group *g);
 /* window.c: the peers' window descriptors this rank holds. */
 uint32_t oxr_windows_known(const oxr_group *g);
-/* Keeps the survivors' descriptors under their new ranks (alive: bit r of
- * byte r / 8 for each old rank r that stays), as of the old epoch. */
-void oxr_windows_renumber(oxr_group *g, const uint8_t *alive);
+/* Keeps the survivors' descriptors under their new ranks (failed: the
+ * sorted old ranks that leave, nfailed of them), as of the old epoch. */
+void oxr_windows_renumber(oxr_group *g, const int32_t *failed, int nfailed);
 /* A revoke: drops the landed-put notes of every window and deregisters
  * them at once (no late write of the epoch can land). */
 void oxr_windows_revoked(oxr_group *g);

@@ -689,21 +689,26 @@ oxr_status_t oxr_window_frame(oxr_group *g, struct link *l, const oxr_ox_msg *m)
 	return OXR_OK;
 }
 
-void oxr_windows_renumber(oxr_group *g, const uint8_t *alive)
+void oxr_windows_renumber(oxr_group *g, const int32_t *failed, int nfailed)
 {
 	struct rwin **pp, *r;
 
 	for (pp = &g->rwins; (r = *pp);) {
-		int below = 0, p;
-		if (!(alive[r->peer / 8] >> (r->peer % 8) & 1)) {
+		int lo = 0, hi = nfailed;
+		while (lo < hi) { /* the failed ranks below it */
+			int m = lo + (hi - lo) / 2;
+			if (failed[m] < r->peer)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		if (lo < nfailed && failed[lo] == r->peer) {
 			*pp = r->next;
 			free(r);
 			continue;
 		}
 		/* kept, of the old epoch: the first put asks for the new key */
-		for (p = 0; p < r->peer / 8; p++)
-			below += __builtin_popcount(alive[p]);
-		r->peer = below + __builtin_popcount(alive[r->peer / 8] & ((1u << (r->peer % 8)) - 1));
+		r->peer -= lo;
 		pp = &r->next;
 	}
 }

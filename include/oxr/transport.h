@@ -308,6 +308,7 @@ typedef struct oxr_group_counters {
 	uint64_t beats_sent;        /* heartbeat pings and answers sent (OXR_HEARTBEAT_MS) */
 	uint32_t window_descs;      /* peers' window descriptors held: one per live window of
 				     * a linked peer (a destroyed one is dropped) */
+	uint64_t shrink_frames;     /* shrink frames sent: reports, decisions, fences */
 } oxr_group_counters;
 /* Fills *out (OXR_ERR_INVAL for NULL). */
 OXR_API oxr_status_t oxr_group_stats(const oxr_group *g, oxr_group_counters *out);
