@@ -95,9 +95,10 @@ static double t_revoke_od(const struct loggp *m, double P, double b)
 	return ceil(l / 2) * (hop(m, 0) + (2 * l - 1) * m->g);
 }
 
-/* the shrink's agreement core (transport/agree.c; shrink.c does not run it
- * yet): l rounds up the tree of the live ranks and l down, each frame
- * naming the failed ranks, m = 4 bytes each (--simulate gives the rounds) */
+/* the shrink's agreement (transport/agree.c, run by shrink.c): l rounds up
+ * the tree of the live ranks and l down, each frame naming the failed
+ * ranks, m = 4 bytes each (--simulate gives the rounds); the reset that
+ * follows is t_reset's */
 static double t_agree(const struct loggp *m, double P, double b)
 {
 	return 2 * lg2(P) * hop(m, b);
@@ -123,10 +124,11 @@ static struct proj projs[] = {
 	{ "revoke", "oxr-ondemand", "revoke-od",
 	  "ceil(l/2) (L + 2o + (2l - 1) g) (links on demand)", t_revoke_od, 0 },
 	{ "reset", "oxr", "reset", "L + (P - 1)(g + o)", t_reset, 0 },
-	/* projected only: no run measures the core (shrink.c floods P-bit maps) */
+	/* the agreement alone: bench_shrink measures it with the detection and
+	 * the reset (run_control_plane.sh), no run isolates it */
 	{ "shrink", "oxr-agree", "agree",
-	  "2l (L + 2o + m G), m = 4 bytes a failed rank (agreement core, not run yet)", t_agree,
-	  4 },
+	  "2l (L + 2o + m G), m = 4 bytes a failed rank (the agreement; its reset is reset's)",
+	  t_agree, 4 },
 };
 #define NPROJ (sizeof(projs) / sizeof(projs[0]))
 
@@ -461,8 +463,8 @@ int oxr_bench_simulate(FILE *out)
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		bad |= sim_barrier(out, sizes[i]);
 	fprintf(out, "\n# shrink's agreement on the failed ranks: its core (transport/agree.c) "
-		"over a tree of the live\n# ranks, simulated in rounds; not yet what shrink.c "
-		"runs (it floods: P - 1 frames of P/8 bytes a\n# rank a round).  dead: before it, "
+		"over a tree of the live\n# ranks, simulated in rounds (what oxr_group_shrink "
+		"runs over the links, before its reset).\n# dead: before it, "
 		"known (links down); dies root: rank 0 dies as it decides,\n# found a round later."
 		"  model: 2l rounds (2l + 2 when the root dies); l frames sent and taken a\n"
 		"# rank (l + 1 + 2c sent, 2l + 1 + 3c taken, c dying); LogGP: 2l (L + 2o + m G), "

@@ -271,12 +271,16 @@ static oxr_status_t renumber(oxr_group *g, const int32_t *dead, int ndead)
 		return oxr_err(OXR_ERR_NOMEM, "shrink: out of memory for %d ranks", n);
 	}
 	oxr_demand_cancel_all(g); /* strangers' (settle_handshakes) */
+	/* closed first, freed after: a link's end looks at the others' state
+	 * (the revoke's overlay skips the dead) */
+	for (i = 0; i < g->nused; i++)
+		if (in(dead, ndead, g->used[i]))
+			oxr_link_close(g, g->links[g->used[i]]);
 	g->fd_links = 0;
 	for (i = 0; i < g->nused; i++) {
 		struct link *l = g->links[p = g->used[i]];
 		int q = p - lower_bound(dead, ndead, p);
 		if (in(dead, ndead, p)) {
-			oxr_link_close(g, l);
 			free(l);
 			continue;
 		}
