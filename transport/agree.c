@@ -113,6 +113,11 @@ static int32_t lower_bound(const int32_t *v, int32_t len, int32_t x)
 	return lo;
 }
 
+int32_t oxr_agree_below(const int32_t *v, int32_t len, int32_t x)
+{
+	return lower_bound(v, len, x);
+}
+
 static int in(const int32_t *v, int32_t len, int32_t x)
 {
 	int32_t i = lower_bound(v, len, x);

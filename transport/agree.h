@@ -75,6 +75,8 @@ int oxr_agree_failed(struct oxr_agree *a, int who, oxr_agree_dead_fn dead, void 
  * while undecided the first live rank of each level not reported), at
  * most max into out.  Returns how many. */
 int oxr_agree_waits(struct oxr_agree *a, int *out, int max, oxr_agree_dead_fn dead, void *arg);
+/* In the sorted list v[0..len): how many entries are below x. */
+int32_t oxr_agree_below(const int32_t *v, int32_t len, int32_t x);
 /* Bytes the state holds now: the struct and its lists' capacity. */
 size_t oxr_agree_bytes(const struct oxr_agree *a);
 void oxr_agree_free(struct oxr_agree *a);

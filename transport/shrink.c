@@ -63,16 +63,7 @@ struct watch {
 
 static int lower_bound(const int32_t *v, int len, int32_t x)
 {
-	int lo = 0, hi = len;
-
-	while (lo < hi) {
-		int m = lo + (hi - lo) / 2;
-		if (v[m] < x)
-			lo = m + 1;
-		else
-			hi = m;
-	}
-	return lo;
+	return oxr_agree_below(v, len, x);
 }
 
 static int in(const int32_t *v, int len, int32_t x)
