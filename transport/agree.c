@@ -77,8 +77,8 @@
  * decides on their reports, or had the decision from it).  A frame is 4
  * bytes a failed rank it names; the state is 80 bytes and its lists, 4
  * bytes a failed rank it reports (the root's: 4f, f failed): O(1 + f)
- * bytes, whatever P.  shrink.c's flooding costs every rank P - 1 frames of
- * P/8 bytes a round.
+ * bytes, whatever P (the flood it replaced cost every rank P - 1 frames
+ * of P/8 bytes a round).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * The shrink's agreement on the failed ranks over a tree that routes
  * around them, without a transport: agree.c holds the algorithm and why
  * every rank that decides decides the same list, agree_sim.c runs it over
- * a simulated group (tests/transport/test_agree.c, oxr-bench --simulate).
- * Not yet what shrink.c runs (it floods P-bit maps); not installed.
+ * a simulated group (tests/transport/test_agree.c, oxr-bench --simulate),
+ * shrink.c runs it over a group's links.  Not installed.
  */
 #ifndef OXR_AGREE_H
 #define OXR_AGREE_H

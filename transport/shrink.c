@@ -61,14 +61,9 @@ struct watch {
 	int64_t since[WATCH_MAX], pinged[WATCH_MAX];
 };
 
-static int lower_bound(const int32_t *v, int len, int32_t x)
-{
-	return oxr_agree_below(v, len, x);
-}
-
 static int in(const int32_t *v, int len, int32_t x)
 {
-	int i = lower_bound(v, len, x);
+	int i = oxr_agree_below(v, len, x);
 
 	return i < len && v[i] == x;
 }
@@ -252,7 +247,7 @@ static oxr_status_t agree(oxr_group *g, int timeout_ms)
 /* Moves the links of the ranks not in failed (sorted) to their new numbers. */
 static oxr_status_t renumber(oxr_group *g, const int32_t *dead, int ndead)
 {
-	int n = g->size - ndead, me = g->rank - lower_bound(dead, ndead, g->rank);
+	int n = g->size - ndead, me = g->rank - oxr_agree_below(dead, ndead, g->rank);
 	struct link **nl = calloc((size_t)n, sizeof(*nl));
 	int32_t *br = NULL;
 	int i, p, nused = 0;
@@ -270,7 +265,7 @@ static oxr_status_t renumber(oxr_group *g, const int32_t *dead, int ndead)
 	g->fd_links = 0;
 	for (i = 0; i < g->nused; i++) {
 		struct link *l = g->links[p = g->used[i]];
-		int q = p - lower_bound(dead, ndead, p);
+		int q = p - oxr_agree_below(dead, ndead, p);
 		if (in(dead, ndead, p)) {
 			free(l);
 			continue;

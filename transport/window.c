@@ -45,6 +45,7 @@
 #include <sys/mman.h>
 
 #include "oxr_internal.h"
+#include "agree.h"
 #include "link.h"
 #include "link_open.h"
 #include "provider.h"
@@ -694,14 +695,9 @@ void oxr_windows_renumber(oxr_group *g, const int32_t *failed, int nfailed)
 	struct rwin **pp, *r;
 
 	for (pp = &g->rwins; (r = *pp);) {
-		int lo = 0, hi = nfailed;
-		while (lo < hi) { /* the failed ranks below it */
-			int m = lo + (hi - lo) / 2;
-			if (failed[m] < r->peer)
-				lo = m + 1;
-			else
-				hi = m;
-		}
+		/* the failed ranks below it */
+		int lo = oxr_agree_below(failed, nfailed, r->peer);
+
 		if (lo < nfailed && failed[lo] == r->peer) {
 			*pp = r->next;
 			free(r);

@@ -341,8 +341,9 @@ OXR_API uint64_t oxr_group_id(const oxr_group *g);
 OXR_API oxr_status_t oxr_group_reset(oxr_group *g, int timeout_ms);
 /*
  * ULFM's shrink, in place, collective over the survivors: they agree on
- * who is alive (ranks whose links are open, agreed by a flooding round
- * protocol), close the links to the others, take new ranks 0..n'-1 in their
+ * who is alive (failed ranks reported up a tree of the live ranks, the
+ * root's decision sent down it; O(log P) rounds, a frame names only the
+ * failed ranks: docs/fault-tolerance.md), close the links to the others, take new ranks 0..n'-1 in their
  * old order (oxr_group_size and oxr_group_rank change), and reset into a
  * new epoch.  Requests, windows' peers and collective objects made before
  * refer to the old numbering: windows stay (re-keyed), the rest is to be
