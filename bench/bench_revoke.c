@@ -11,6 +11,10 @@
  * measured rounds only): the maximum and the mean over the ranks, and the
  * maximum over the ranks but 0 (rank 0 gathers the times, so it holds a
  * link to every rank, and a reset on demand sends the revoke on each).
+ * Last, the CPU time a rank spent from its revoke (or the wait the revoke
+ * ends) to its reset's end, per round, mean and maximum over the ranks: the
+ * rank's own work, which wall time on an oversubscribed machine hides
+ * behind the other ranks' turns on the cores.
  * TIMEOUT_MS (default 10000) bounds each wait and reset: at 1,024 ranks on
  * a 2-core machine a reset may take seconds, and slow is to be told apart
  * from stuck.
@@ -39,7 +43,7 @@ int main(int argc, char **argv)
 	oxr_group *g;
 	oxr_arena *a;
 	oxr_status_t st;
-	double *prop, *reset, fmax = 0, fsum = 0, fothers = 0;
+	double *prop, *reset, fmax = 0, fsum = 0, fothers = 0, cpu = 0, cmax = 0, csum = 0;
 	oxr_group_counters c0, c1;
 
 	if ((st = oxr_boot_open(&b)) || (st = oxr_ctx_create(&c)) || (st = oxr_group_boot(c, b, &g)) ||
@@ -56,12 +60,14 @@ int main(int argc, char **argv)
 	}
 	/* the first rounds pay for the first revoke frames' buffers */
 	for (it = -warm; it < iters; it++) {
-		double t[4], t0 = 0; /* observed, reset start, reset end, frames sent */
+		/* observed, reset start, reset end, frames sent, CPU a round */
+		double t[5], t0 = 0, c0u;
 		oxr_rmsg *m = NULL;
 		if ((st = oxr_boot_barrier(b)))
 			die("barrier", st);
 		if (it == 0 && (st = oxr_group_stats(g, &c0)))
 			die("stats", st);
+		c0u = oxr_bench_cpu_us();
 		if (rank == 0) {
 			t0 = oxr_bench_now_us();
 			oxr_group_revoke(g);
@@ -76,11 +82,14 @@ int main(int argc, char **argv)
 		if ((st = oxr_group_reset(g, tmo)))
 			die("reset", st);
 		t[2] = oxr_bench_now_us();
-		t[3] = 0;
+		if (it >= 0)
+			cpu += oxr_bench_cpu_us() - c0u;
+		t[3] = t[4] = 0;
 		if (it == iters - 1) {
 			if ((st = oxr_group_stats(g, &c1)))
 				die("stats", st);
 			t[3] = (double)(c1.revokes_sent - c0.revokes_sent) / iters;
+			t[4] = cpu / iters;
 		}
 		if (rank) {
 			oxr_ox_msg out = { .tag = OXR_OX_DATA };
@@ -91,8 +100,9 @@ int main(int argc, char **argv)
 		} else {
 			double last = t[0], first = t[1], end = t[2];
 			fmax = fsum = t[3];
+			cmax = csum = t[4];
 			for (p = 1; p < n; p++) {
-				double u[4];
+				double u[5];
 				if ((st = oxr_recv(g, p, tmo, &m)))
 					die("recv", st);
 				memcpy(u, m->msg.cmo->data, sizeof(u));
@@ -103,6 +113,8 @@ int main(int argc, char **argv)
 				fmax = u[3] > fmax ? u[3] : fmax;
 				fothers = u[3] > fothers ? u[3] : fothers;
 				fsum += u[3];
+				cmax = u[4] > cmax ? u[4] : cmax;
+				csum += u[4];
 			}
 			if (it >= 0) {
 				prop[it] = last - t0;
@@ -120,9 +132,9 @@ int main(int argc, char **argv)
 			return 1;
 		printf("revoke %-5s ranks %4d  rounds %4d  propagation median %9.1f us max %9.1f us  "
 		       "reset median %9.1f us max %9.1f us  frames a rank max %.1f mean %.2f, ranks > 0 "
-		       "max %.1f (%s)\n",
+		       "max %.1f  cpu a rank mean %.1f us max %.1f us (%s)\n",
 		       oxr_ctx_transport(c), n, iters, prop[iters / 2], prop[iters - 1],
-		       reset[iters / 2], reset[iters - 1], fmax, fsum / n, fothers,
+		       reset[iters / 2], reset[iters - 1], fmax, fsum / n, fothers, csum / n, cmax,
 		       oxr_group_links_on_demand(g) ? "links on demand" : "eager links");
 	}
 	free(prop);

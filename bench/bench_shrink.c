@@ -19,7 +19,9 @@
  * Per rank, over the round (oxr_group_counters): REVOKE frames sent,
  * handshakes (the links the round opened: the agreement's tree, the
  * reset's partners), links open after it, and shrink frames sent (reports,
- * decisions, and a fence per open link).
+ * decisions, and a fence per open link), and the CPU time it spent from
+ * its wait to its return from oxr_group_shrink (its own work: wall time on
+ * an oversubscribed machine counts the other ranks' turns too).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -34,7 +36,7 @@
 
 #define AHEAD_US 5000.0 /* T after the last rank said it waits: the victim has its T by then */
 
-enum { T_FAIL, T_END, F_REVOKES, F_HANDSHAKES, F_LINKS, F_SHRINK, F_N };
+enum { T_FAIL, T_END, F_REVOKES, F_HANDSHAKES, F_LINKS, F_SHRINK, F_CPU, F_N };
 enum { NF = F_N - F_REVOKES }; /* the per-rank counts */
 
 static void die(const char *what, oxr_status_t st)
@@ -112,7 +114,7 @@ int main(int argc, char **argv)
 	}
 	for (k = 0; k < kills; k++) {
 		int rank = oxr_group_rank(g), n = oxr_group_size(g), victim = n / 2;
-		double v[F_N] = { 0 }, t_kill = 0, u;
+		double v[F_N] = { 0 }, t_kill = 0, u, cpu0;
 		oxr_rmsg *m = NULL;
 
 		if (k == 0 && (st = oxr_boot_barrier(b)))
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
 			recv_doubles(g, 0, tmo, &u, 1);
 			die_at(u, rank, n);
 		}
+		cpu0 = oxr_bench_cpu_us();
 		st = oxr_recv(g, rank ? 0 : n - 1, tmo, &m);
 		v[T_FAIL] = oxr_bench_now_us();
 		if (st != OXR_ERR_PEER && st != OXR_ERR_REVOKED)
@@ -141,6 +144,7 @@ int main(int argc, char **argv)
 		if ((st = oxr_group_shrink(g, tmo)))
 			die("shrink", st);
 		v[T_END] = oxr_bench_now_us();
+		v[F_CPU] = oxr_bench_cpu_us() - cpu0;
 		if (oxr_group_size(g) != n - 1) { /* survivors that gave up count as dead */
 			fprintf(stderr, "bench_shrink: rank %d: %d ranks after the shrink, not %d\n",
 				rank, oxr_group_size(g), n - 1);
@@ -191,11 +195,12 @@ int main(int argc, char **argv)
 		printf("shrink %-5s ranks %4d  kills %3d  detect median %9.1f us max %9.1f us  "
 		       "shrink median %9.1f us max %9.1f us (alone median %9.1f us)  revoke frames a "
 		       "rank max %.0f mean %.2f  handshakes a rank max %.0f mean %.1f  links after "
-		       "max %.0f mean %.1f  shrink frames a rank max %.0f mean %.1f (%s)\n",
+		       "max %.0f mean %.1f  shrink frames a rank max %.0f mean %.1f  cpu a rank max "
+		       "%.0f us mean %.1f us (%s)\n",
 		       oxr_ctx_transport(c), n0, kills, detect[kills / 2], detect[kills - 1],
 		       shrink[kills / 2], shrink[kills - 1], alone[kills / 2], fr[0][0],
 		       fr[0][1] / ranks, fr[1][0], fr[1][1] / ranks, fr[2][0], fr[2][1] / ranks,
-		       fr[3][0], fr[3][1] / ranks,
+		       fr[3][0], fr[3][1] / ranks, fr[4][0], fr[4][1] / ranks,
 		       oxr_group_links_on_demand(g) ? "links on demand" : "eager links");
 		fflush(stdout);
 	}

@@ -17,6 +17,14 @@ double oxr_bench_now_us(void)
 	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
 }
 
+double oxr_bench_cpu_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
+}
+
 void oxr_bench_size_str(char *buf, size_t len, size_t n)
 {
 	if (n >= (1u << 20) && !(n & ((1u << 20) - 1)))

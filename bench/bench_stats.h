@@ -32,6 +32,10 @@ struct oxr_bench_row {
 
 /* CLOCK_MONOTONIC in microseconds: one clock for every rank of a machine */
 double oxr_bench_now_us(void);
+/* CPU time of the process, every thread, user and system, in microseconds:
+ * a rank's own work, apart from the time it waits for a core (ranks that
+ * outnumber the cores take turns, and wall time counts the turns too) */
+double oxr_bench_cpu_us(void);
 /* "8 B", "4 KiB", "1 MiB": whole KiB and MiB as such, other sizes in bytes */
 void oxr_bench_size_str(char *buf, size_t len, size_t n);
 int oxr_bench_cmp_double(const void *a, const void *b);

@@ -4,12 +4,17 @@
 #   revoke   bench_revoke: propagation (rank 0's oxr_group_revoke to the last
 #            rank's failed wait), REVOKE frames a rank sent per revoke (mean
 #            over the ranks; the most of a rank but 0, which gathers the
-#            times and so is linked to all), and the reset (first rank in
-#            oxr_group_reset to the last one out)
+#            times and so is linked to all), the reset (first rank in
+#            oxr_group_reset to the last one out), and a rank's CPU time over
+#            its revoke and reset (mean over the ranks)
 #   shrink   bench_shrink under oxr-run --survive: rank P/2 SIGKILLs itself;
 #            the kill to the last survivor's return from oxr_group_shrink (and
 #            to the last survivor's failed wait), REVOKE frames and handshakes
-#            a rank over the round, and shrink frames a rank sent
+#            a rank over the round, shrink frames a rank sent, and a rank's
+#            CPU time from its wait to its shrink's return (mean)
+#   The CPU times are each rank's own work.  Wall time on 2 cores is about
+#   P x that / cores: the ranks take turns, so a time's growth is its CPU's
+#   growth times P's.
 #   barrier  bench_barrier bitmap: the median time of one barrier on rank 0
 #            (bitmap is the default barrier above 2 ranks)
 # then one table, with each figure's growth from 64 to 1,024 ranks beside
@@ -23,10 +28,10 @@
 #               bench_barrier (default: build)
 #     -n SIZES  group sizes (default 16 64 256 1024)
 #     --quick   16 and 64 only
-#     -l LIST   OXR_LINKS values to run, each a set of rows (default ondemand:
-#               the library's default, auto, is eager, and eager links do not
-#               boot 1,024 ranks on a 2-core machine nor reset 256, see
-#               bench/results/2026-12-07-*.txt)
+#     -l LIST   OXR_LINKS values to run, each a set of rows (default ondemand,
+#               what the library's default, auto, is above 64 ranks; eager
+#               links do not boot 1,024 ranks on a 2-core machine nor reset
+#               256, see bench/results/2026-12-07-*.txt)
 #     -t S      seconds one run may take before oxr-run stops it (default 300)
 #     -b LIST   which of revoke, shrink, barrier to run (default all three)
 #
@@ -163,12 +168,13 @@ figures() {
 	r=$(cat "$out/revoke.$1.$2" 2>/dev/null || true)
 	s=$(cat "$out/shrink.$1.$2" 2>/dev/null || true)
 	b=$(cat "$out/barrier.$1.$2" 2>/dev/null || true)
-	v+=("$(ms "$(num "$r" 'propagation median')")" "$(num "$r" 'mean')")
+	v+=("$(ms "$(num "$r" 'propagation median')")" "$(num "$r" 'frames a rank max [0-9.]* mean')")
 	v+=("$(num "$r" 'ranks > 0 max')" "$(ms "$(num "$r" 'reset median')")")
 	v+=("$(ms "$(num "$s" 'shrink median')")" "$(ms "$(num "$s" 'detect median')")")
 	v+=("$(num "$s" 'revoke frames a rank max [0-9]* mean')")
 	v+=("$(num "$s" 'handshakes a rank max [0-9]* mean')" "$(ms "$(val "$b" median_us)")")
 	v+=("$(num "$s" 'shrink frames a rank max [0-9]* mean')")
+	v+=("$(ms "$(num "$r" 'cpu a rank mean')")" "$(ms "$(num "$s" 'cpu a rank max [0-9]* us mean')")")
 	for i in "${!v[@]}"; do printf '%s ' "${v[$i]:--}"; done
 	echo
 }
@@ -176,27 +182,29 @@ figures() {
 bound() { awk -v p="$1" -v c="$cores" 'BEGIN { printf "%.0f", log(p) / log(2) * p / c }'; }
 
 # the figures' names, and t (a time: the bound log2(P) x P/cores) or f (a
-# count of frames a rank: the bound is log2(P), no time-sharing in a count)
+# rank's own share: frames it sent, CPU time it spent; the bound is
+# log2(P), no time-sharing in them)
 names=(revoke_ms frames_mean frames_max_gt0 reset_ms shrink_ms detect_ms shr_revokes
-	shr_handshakes barrier_ms shr_frames)
-kinds=(t f f t t t f f t f)
+	shr_handshakes barrier_ms shr_frames rv_cpu_ms shr_cpu_ms)
+kinds=(t f f t t t f f t f f f)
 echo
 echo "control plane, tcp, $cores cores: medians in ms; frames a rank per revoke (mean over the"
 echo "ranks / most of a rank but 0); shrink: the kill to the last survivor's return from"
 echo "oxr_group_shrink, detect: to the last survivor's failed wait, then per rank over the kill's"
 echo "round REVOKE frames sent, handshakes (links the round opened) and shrink frames sent"
-echo "(mean; \"-\" from a build without the counter); bound = log2(P) x P/cores"
+echo "(mean; \"-\" from a build without the counter); cpu: a rank's CPU time (mean), rv over"
+echo "a revoke and its reset, shr from its wait to its shrink's return; bound = log2(P) x P/cores"
 for l in $links; do
 	echo
 	echo "OXR_LINKS=$l"
-	printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %8s\n' P "revoke ms" \
-		"frames/rank" "reset ms" "shrink ms" "detect ms" "shr revokes" "shr handshakes" \
-		"barrier ms" "shr frames" bound
+	printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %10s %10s %8s\n' P \
+		"revoke ms" "frames/rank" "reset ms" "shrink ms" "detect ms" "shr revokes" \
+		"shr handshakes" "barrier ms" "shr frames" "rv cpu ms" "shr cpu ms" bound
 	for n in $sizes; do
 		read -r -a f < <(figures "$l" "$n")
-		printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %8s\n' "$n" "${f[0]}" \
-			"${f[1]} / ${f[2]}" "${f[3]}" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}" "${f[8]}" \
-			"${f[9]}" "$(bound "$n")"
+		printf '%-6s %10s %12s %10s %11s %10s %12s %14s %11s %10s %10s %10s %8s\n' "$n" \
+			"${f[0]}" "${f[1]} / ${f[2]}" "${f[3]}" "${f[4]}" "${f[5]}" "${f[6]}" "${f[7]}" \
+			"${f[8]}" "${f[9]}" "${f[10]}" "${f[11]}" "$(bound "$n")"
 		for k in revoke shrink barrier; do
 			if [ -f "$out/$k.$l.$n.fail" ]; then
 				echo "       $k: $(head -1 "$out/$k.$l.$n.fail")"
@@ -208,8 +216,8 @@ for l in $links; do
 		read -r -a z < <(figures "$l" 1024)
 		lt=$(awk -v a="$(bound 64)" -v b="$(bound 1024)" 'BEGIN { printf "%.1f", b / a }')
 		lf=$(awk 'BEGIN { printf "%.1f", 10 / 6 }')
-		echo "growth 64 -> 1024 (bound: times ${lt}x, log2(P) x P/cores; frames a rank" \
-			"${lf}x, log2(P)):"
+		echo "growth 64 -> 1024 (bound: times ${lt}x, log2(P) x P/cores; a rank's frames and" \
+			"CPU ${lf}x, log2(P)):"
 		for i in "${!names[@]}"; do
 			awk -v n="${names[$i]}" -v a="${a[$i]}" -v b="${z[$i]}" -v k="${kinds[$i]}" \
 				-v lt="$lt" -v lf="$lf" 'BEGIN {

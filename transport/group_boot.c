@@ -12,9 +12,9 @@
  * connects to every lower rank in turn and accepts every higher one, in
  * whatever order they come.  No cycle of waits: a rank accepts as soon as
  * its own connects are done, and rank 0 connects to nobody, so by induction
- * every connect meets an acceptor.  Eager is also what a provider whose
- * connect blocks on the peer needs (OXR_VERBS_CM=rdmacm), so auto picks it
- * there.
+ * every connect meets an acceptor.  OXR_LINKS=auto is eager up to 64 ranks
+ * and on demand above (eager() says why); a provider whose connect blocks
+ * on the peer (OXR_VERBS_CM=rdmacm) is always eager.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,15 +62,24 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 	return OXR_OK;
 }
 
-static int eager(const oxr_ctx *c)
+/*
+ * auto: every pair at boot up to this many ranks, on demand above, as
+ * MVAPICH2's on-demand threshold does (64 there too).  Up to 64 a full
+ * mesh costs each rank 63 links and spares every first message to a peer
+ * its handshake (two round trips); above, the mesh is what fails: eager
+ * boots 256 ranks in 12.0 s against 1.7 s on demand and 1,024 not at all,
+ * and its reset at 256 times out on 2 cores (docs/performance.md).
+ */
+#define LINKS_AUTO_EAGER_MAX 64
+
+static int eager(const oxr_ctx *c, int size)
 {
-	/* auto is eager for now (on demand is not yet measured against it
-	 * below 1,024 ranks); OXR_VERBS_CM=rdmacm needs eager (its connect
-	 * blocks on the peer) */
-	if (c->params.links == LINKS_AUTO)
+	/* OXR_VERBS_CM=rdmacm needs eager: its connect blocks on the peer */
+	if (c->params.verbs_cm == 1 && c->prov != &oxr_tcp_provider)
 		return 1;
-	return c->params.links == LINKS_EAGER || (c->params.verbs_cm == 1 &&
-						   c->prov != &oxr_tcp_provider);
+	if (c->params.links == LINKS_AUTO)
+		return size <= LINKS_AUTO_EAGER_MAX;
+	return c->params.links == LINKS_EAGER;
 }
 
 /*
@@ -143,7 +152,7 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 		memcpy(me.host, host, strlen(host));
 		oxr_store32(me.port, (uint32_t)port, OXR_ORDER_LITTLE);
 		me.order = oxr_order_byte(c->order);
-		if (!eager(c) && oxr_boot_can_lookup(b)) {
+		if (!eager(c, g->size) && oxr_boot_can_lookup(b)) {
 			st = oxr_boot_publish(b, &me, sizeof(me), &g->boot_seq);
 			all[g->rank] = me;
 			g->boot = b;
@@ -154,7 +163,7 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 			st = oxr_boot_allgather(b, &me, sizeof(me), all);
 		}
 	}
-	if (st == OXR_OK && eager(c)) {
+	if (st == OXR_OK && eager(c, g->size)) {
 		st = wire(g, all, port);
 		free(all);
 	} else if (st == OXR_OK) {
@@ -167,7 +176,7 @@ oxr_status_t oxr_group_boot(oxr_ctx *c, oxr_boot *b, oxr_group **out)
 		return st;
 	}
 	oxr_log(c, OXR_LOG_INFO, "rank %d of %d: group up over %s (bootstrap %s, links %s%s)",
-		g->rank, g->size, c->transport, oxr_boot_name(b), eager(c) ? "eager" : "on demand",
+		g->rank, g->size, c->transport, oxr_boot_name(b), eager(c, g->size) ? "eager" : "on demand",
 		g->boot ? ", endpoints looked up on first use" : "");
 	*out = g;
 	return OXR_OK;

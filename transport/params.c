@@ -79,7 +79,7 @@ static const struct knob knobs[] = {
 	     "a rank's receive FIFO that its other shm links share (4 KiB cells)"),
 	WORD(LINKS, links, links, 0, "auto",
 	     "a booted group's links: opened on first use (ondemand), or all at boot (eager); auto: "
-	     "eager (for now); rdmacm always eager"),
+	     "eager up to 64 ranks, on demand above; rdmacm always eager"),
 	STR(DEVICE, device, 63, NULL, "nearest", "RDMA device name or name:port"),
 	INT(GID_INDEX, gid_index, 0, 65535, -1, "IPv4-mapped", "GID table index"),
 	INT(VERBS_SLOTS, verbs_slots, 4, 4096, 64, "64", "slots of a verbs link's receive ring"),

@@ -328,6 +328,46 @@ Test(group, the_ring_example_at_32_ranks_opens_only_its_32_links_on_demand_shm)
 	ring_on_demand("OXR_TRANSPORT=shm");
 }
 
+static int count_in(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s++)
+		n++;
+	return n;
+}
+
+/* OXR_LINKS=auto: every pair at boot up to 64 ranks, on demand from 65 (a
+ * full mesh of 65 x 64 links is what stops eager groups at scale); each
+ * rank says which at info, and the ring still comes out right. */
+static void ring_auto(int n, const char *want, const char *not)
+{
+	char nbuf[16], sum[64];
+	const char *argv[] = { RUN, "-n", nbuf, "--", OXR_BIN_DIR "/ring", NULL };
+	const char *env[] = { "OXR_LINKS=auto", "OXR_LOG_LEVEL=info", "OXR_TRANSPORT=tcp", NULL };
+	struct run r;
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(sum, sizeof(sum), "got %d, want %d: ok", n * (n - 1) / 2, n * (n - 1) / 2);
+	r = spawn_run(argv, env, NULL, 180);
+	cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+	cr_assert(strstr(r.out, sum), "%s", r.out);
+	cr_assert_eq(count_in(r.err, want), n, "%d ranks said \"%s\", want %d\n%s",
+		     count_in(r.err, want), want, n, r.err);
+	cr_assert_eq(count_in(r.err, not), 0, "%s", r.err);
+	run_free(&r);
+}
+
+Test(group, links_auto_are_eager_up_to_64_ranks_tcp)
+{
+	ring_auto(64, ", links eager)", ", links on demand");
+}
+
+Test(group, links_auto_open_on_demand_from_65_ranks_tcp)
+{
+	ring_auto(65, ", links on demand", ", links eager)");
+}
+
 #ifdef OXR_HAVE_PMIX
 /* PMIx with links on demand: no allgather of endpoints (direct modex), a
  * rank looks up the two neighbours of the ring, and holds at most 2 links. */
