@@ -65,10 +65,12 @@ static oxr_status_t wire(oxr_group *g, const struct endpoint *all, int port)
 /*
  * auto: every pair at boot up to this many ranks, on demand above, as
  * MVAPICH2's on-demand threshold does (64 there too).  Up to 64 a full
- * mesh costs each rank 63 links and spares every first message to a peer
- * its handshake (two round trips); above, the mesh is what fails: eager
- * boots 256 ranks in 12.0 s against 1.7 s on demand and 1,024 not at all,
- * and its reset at 256 times out on 2 cores (docs/performance.md).
+ * mesh costs each rank 63 links and about 0.4 s more start-up on 2 cores,
+ * and spares every first message to a peer its handshake (two round
+ * trips) and a later call the news that a peer is unreachable; above, the
+ * mesh is what fails: eager boots 256 ranks in 12.0 s against 1.7 s on
+ * demand and 1,024 not at all, and its reset at 256 times out on 2 cores
+ * (docs/performance.md).
  */
 #define LINKS_AUTO_EAGER_MAX 64
 
