@@ -22,7 +22,13 @@
  * disagree on len fail with a clear error instead of waiting for a chunk
  * that does not exist.  PMIx keeps every key until the job ends: the
  * allgathers are for endpoint blobs, not bulk data.
+ *
+ * libpmix is loaded (dlopen) when a PMIx launcher started the process, not
+ * linked: it and what it pulls in (libevent, munge) cost every exec of an
+ * oxr program 1.3-1.7 ms here (docs/performance.md), and ranks that
+ * oxr-run starts, or oxr-server under asir, never call it.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -37,6 +43,73 @@
 #include "oxr_internal.h"
 
 #define TOKEN_KEY "oxr.token"
+
+/* Where CMake found libpmix (its soname in that folder); else the
+ * loader's search path */
+#ifndef OXR_PMIX_LIBRARY
+#define OXR_PMIX_LIBRARY "libpmix.so.2"
+#endif
+
+/* The calls this file makes, pmix.h's macros' included (PMIX_INFO_LOAD,
+ * PMIX_VALUE_RELEASE): after the #defines below every use goes through
+ * here. */
+static struct {
+	int loaded;
+	__typeof__(PMIx_Init) *init;
+	__typeof__(PMIx_Finalize) *finalize;
+	__typeof__(PMIx_Put) *put;
+	__typeof__(PMIx_Commit) *commit;
+	__typeof__(PMIx_Fence) *fence;
+	__typeof__(PMIx_Get) *get;
+	__typeof__(PMIx_Error_string) *error_string;
+	__typeof__(PMIx_Info_load) *info_load;
+	__typeof__(PMIx_Value_destruct) *value_destruct;
+} pmx;
+
+static oxr_status_t load_pmix(void)
+{
+	/* one name a slot of pmx, in its order */
+	static const char *const names[] = { "PMIx_Init", "PMIx_Finalize", "PMIx_Put",
+					     "PMIx_Commit", "PMIx_Fence", "PMIx_Get",
+					     "PMIx_Error_string", "PMIx_Info_load",
+					     "PMIx_Value_destruct" };
+	void **slots[] = { (void **)&pmx.init, (void **)&pmx.finalize, (void **)&pmx.put,
+			   (void **)&pmx.commit, (void **)&pmx.fence, (void **)&pmx.get,
+			   (void **)&pmx.error_string, (void **)&pmx.info_load,
+			   (void **)&pmx.value_destruct };
+	const char *path = OXR_PMIX_LIBRARY;
+	void *h;
+	size_t i;
+
+	if (pmx.loaded)
+		return OXR_OK;
+	/* GLOBAL, as a linked library would be: PMIx's own plugins bind to it */
+	h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+	if (!h && strchr(path, '/'))
+		h = dlopen("libpmix.so.2", RTLD_NOW | RTLD_GLOBAL);
+	if (!h)
+		return oxr_err(OXR_ERR_UNSUPPORTED, "PMIx: started by a PMIx launcher "
+			       "(PMIX_NAMESPACE is set) but libpmix cannot be loaded: %s; install "
+			       "the PMIx library oxr was built with (Debian: libpmix2), or start "
+			       "the program with oxr-run", dlerror());
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(*slots[i] = dlsym(h, names[i])))
+			/* h stays open: PMIx may hold threads in it */
+			return oxr_err(OXR_ERR_UNSUPPORTED, "PMIx: %s has no %s (a PMIx older "
+				       "than the 4.x oxr was built with?)", path, names[i]);
+	pmx.loaded = 1;
+	return OXR_OK;
+}
+
+#define PMIx_Init pmx.init
+#define PMIx_Finalize pmx.finalize
+#define PMIx_Put pmx.put
+#define PMIx_Commit pmx.commit
+#define PMIx_Fence pmx.fence
+#define PMIx_Get pmx.get
+#define PMIx_Error_string pmx.error_string
+#define PMIx_Info_load pmx.info_load
+#define PMIx_Value_destruct pmx.value_destruct
 
 struct boot_pmix {
 	pmix_proc_t me;
@@ -380,6 +453,8 @@ oxr_status_t oxr_boot_pmix_open(oxr_boot *b)
 		return oxr_err(OXR_ERR_UNSUPPORTED,
 			       "PMIx: not started by a PMIx launcher (no PMIX_NAMESPACE in the "
 			       "environment); start it with mpirun, prterun or srun --mpi=pmix");
+	if ((status = load_pmix()))
+		return status;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return oxr_err(OXR_ERR_NOMEM, "PMIx bootstrap state");
