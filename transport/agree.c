@@ -99,7 +99,7 @@ static int levels(int n)
 	return k;
 }
 
-static int32_t lower_bound(const int32_t *v, int32_t len, int32_t x)
+int32_t oxr_agree_below(const int32_t *v, int32_t len, int32_t x)
 {
 	int32_t lo = 0, hi = len;
 
@@ -113,14 +113,9 @@ static int32_t lower_bound(const int32_t *v, int32_t len, int32_t x)
 	return lo;
 }
 
-int32_t oxr_agree_below(const int32_t *v, int32_t len, int32_t x)
-{
-	return lower_bound(v, len, x);
-}
-
 static int in(const int32_t *v, int32_t len, int32_t x)
 {
-	int32_t i = lower_bound(v, len, x);
+	int32_t i = oxr_agree_below(v, len, x);
 
 	return i < len && v[i] == x;
 }
@@ -153,7 +148,7 @@ static int32_t run_end(const int32_t *v, int32_t len, int32_t i)
 static int first_live(const struct oxr_agree *a, int64_t s, int64_t e, oxr_agree_dead_fn dead,
 		      void *arg)
 {
-	int32_t i = lower_bound(a->fail, a->nfail, (int32_t)s), j;
+	int32_t i = oxr_agree_below(a->fail, a->nfail, (int32_t)s), j;
 
 	while (s < e) {
 		if (i < a->nfail && a->fail[i] == s) {
@@ -161,10 +156,10 @@ static int first_live(const struct oxr_agree *a, int64_t s, int64_t e, oxr_agree
 			s = (int64_t)a->fail[i++] + 1;
 			continue;
 		}
-		if (a->dec && (j = lower_bound(a->dec, a->ndec, (int32_t)s)) < a->ndec &&
+		if (a->dec && (j = oxr_agree_below(a->dec, a->ndec, (int32_t)s)) < a->ndec &&
 		    a->dec[j] == s) {
 			s = (int64_t)a->dec[run_end(a->dec, a->ndec, j)] + 1;
-			i = lower_bound(a->fail, a->nfail, (int32_t)s);
+			i = oxr_agree_below(a->fail, a->nfail, (int32_t)s);
 			continue;
 		}
 		if (dead && dead(arg, (int)s)) {
@@ -195,7 +190,7 @@ static int grow(int32_t **v, int32_t *cap, int64_t need)
 /* fail gets the sorted list[0..len). */
 static int merge(struct oxr_agree *a, const int32_t *list, int32_t len)
 {
-	int32_t i = len ? lower_bound(a->fail, a->nfail, list[0]) : 0, j = 0, add = 0, w;
+	int32_t i = len ? oxr_agree_below(a->fail, a->nfail, list[0]) : 0, j = 0, add = 0, w;
 
 	while (j < len) {
 		if (i < a->nfail && a->fail[i] < list[j]) {
@@ -216,7 +211,7 @@ static int merge(struct oxr_agree *a, const int32_t *list, int32_t len)
 	j = len - 1;
 	w = a->nfail + add - 1;
 	while (j >= 0) {
-		int32_t q = lower_bound(a->fail, i + 1, list[j]), run = i - q + 1;
+		int32_t q = oxr_agree_below(a->fail, i + 1, list[j]), run = i - q + 1;
 		memmove(a->fail + w - run + 1, a->fail + q, (size_t)run * sizeof(*a->fail));
 		w -= run;
 		i = q - 1;
@@ -233,8 +228,8 @@ static int merge(struct oxr_agree *a, const int32_t *list, int32_t len)
 /* fail gets every rank of [s, e). */
 static int add_range(struct oxr_agree *a, int64_t s, int64_t e)
 {
-	int32_t i0 = lower_bound(a->fail, a->nfail, (int32_t)s);
-	int32_t i1 = lower_bound(a->fail, a->nfail, (int32_t)e);
+	int32_t i0 = oxr_agree_below(a->fail, a->nfail, (int32_t)s);
+	int32_t i1 = oxr_agree_below(a->fail, a->nfail, (int32_t)e);
 	int64_t len = e - s, r;
 
 	if (i1 - i0 == len)

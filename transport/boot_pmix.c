@@ -68,15 +68,14 @@ static struct {
 
 static oxr_status_t load_pmix(void)
 {
-	/* one name a slot of pmx, in its order */
-	static const char *const names[] = { "PMIx_Init", "PMIx_Finalize", "PMIx_Put",
-					     "PMIx_Commit", "PMIx_Fence", "PMIx_Get",
-					     "PMIx_Error_string", "PMIx_Info_load",
-					     "PMIx_Value_destruct" };
-	void **slots[] = { (void **)&pmx.init, (void **)&pmx.finalize, (void **)&pmx.put,
-			   (void **)&pmx.commit, (void **)&pmx.fence, (void **)&pmx.get,
-			   (void **)&pmx.error_string, (void **)&pmx.info_load,
-			   (void **)&pmx.value_destruct };
+#define CALL(f, slot) { #f, (void **)&pmx.slot }
+	static const struct { const char *name; void **slot; } calls[] = {
+		CALL(PMIx_Init, init), CALL(PMIx_Finalize, finalize), CALL(PMIx_Put, put),
+		CALL(PMIx_Commit, commit), CALL(PMIx_Fence, fence), CALL(PMIx_Get, get),
+		CALL(PMIx_Error_string, error_string), CALL(PMIx_Info_load, info_load),
+		CALL(PMIx_Value_destruct, value_destruct),
+	};
+#undef CALL
 	const char *path = OXR_PMIX_LIBRARY;
 	void *h;
 	size_t i;
@@ -92,11 +91,11 @@ static oxr_status_t load_pmix(void)
 			       "(PMIX_NAMESPACE is set) but libpmix cannot be loaded: %s; install "
 			       "the PMIx library oxr was built with (Debian: libpmix2), or start "
 			       "the program with oxr-run", dlerror());
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!(*slots[i] = dlsym(h, names[i])))
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (!(*calls[i].slot = dlsym(h, calls[i].name)))
 			/* h stays open: PMIx may hold threads in it */
 			return oxr_err(OXR_ERR_UNSUPPORTED, "PMIx: %s has no %s (a PMIx older "
-				       "than the 4.x oxr was built with?)", path, names[i]);
+				       "than the 4.x oxr was built with?)", path, calls[i].name);
 	pmx.loaded = 1;
 	return OXR_OK;
 }
